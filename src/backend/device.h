@@ -1,0 +1,65 @@
+// The backend interface: a Device allocates memory, copies, and owns streams. Kernels are not
+// methods of Device: they are registered in the op registry (ops/registry.h) per DeviceKind.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device_caps.h"
+#include "core/tensor.h"
+
+namespace portllm {
+
+// An ordered queue of device work. CPU streams run work inline (synchronously).
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  virtual void synchronize() = 0;
+  virtual void* native() { return nullptr; }  // cudaStream_t / musaStream_t for GPU kernels
+};
+
+class Event {
+ public:
+  virtual ~Event() = default;
+  virtual void record(Stream& s) = 0;
+  virtual void wait(Stream& s) = 0;  // make s wait for this event
+  virtual void synchronize() = 0;
+  virtual float elapsed_ms(const Event& since) const = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual int index() const { return 0; }
+  virtual const DeviceCaps& caps() const = 0;
+  std::string name() const;  // "cpu", "cuda:0"
+
+  // Raw memory; the returned owner frees (or returns to a cache) on release.
+  virtual std::shared_ptr<void> allocate_bytes(size_t bytes) = 0;
+  Tensor empty(DType dtype, std::vector<int64_t> shape);
+  Tensor zeros(DType dtype, std::vector<int64_t> shape);
+
+  // Copies between host memory and this device, ordered on `stream` (default stream if null).
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes, Stream* s = nullptr) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes, Stream* s = nullptr) = 0;
+  virtual void copy_on_device(void* dst, const void* src, size_t bytes, Stream* s = nullptr) = 0;
+  virtual void memset(void* dst, int value, size_t bytes, Stream* s = nullptr) = 0;
+
+  // Tensor helpers (contiguous tensors only).
+  Tensor upload(const Tensor& host);             // host tensor -> new device tensor
+  Tensor download(const Tensor& dev);            // device tensor -> new host tensor
+  void copy(const Tensor& dst, const Tensor& src);  // same-size copy in any direction
+
+  virtual Stream& stream() = 0;                       // the main stream
+  virtual Stream* aux_stream() { return nullptr; }    // optional; callers run sequentially if null
+  virtual std::unique_ptr<Event> create_event() = 0;
+  virtual void synchronize() = 0;
+
+  virtual MemoryStats memory_stats() const = 0;
+  virtual void reset_peak_memory() {}
+  virtual void empty_cache() {}
+};
+
+}  // namespace portllm

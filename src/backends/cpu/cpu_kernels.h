@@ -1,0 +1,12 @@
+// Optimized CPU kernels (f32 activations; f32/f16/bf16 weights and caches). They register
+// above the reference kernels and fall back to them (via supports) for anything else.
+#pragma once
+
+namespace portllm::cpu {
+
+void register_cpu_kernels();
+void register_matmul_kernels();
+void register_attention_kernels();
+void register_pointwise_kernels();
+
+}  // namespace portllm::cpu

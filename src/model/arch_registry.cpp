@@ -1,0 +1,60 @@
+#include <map>
+#include <mutex>
+
+#include "core/error.h"
+#include "model/archs/archs.h"
+#include "model/model.h"
+
+namespace portllm {
+
+namespace {
+std::map<std::string, ArchFactory>& archs() {
+  static std::map<std::string, ArchFactory> m;
+  return m;
+}
+
+void register_builtin_archs() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_llama_archs();
+  });
+}
+}  // namespace
+
+void register_arch(const std::string& architecture, ArchFactory factory) {
+  archs()[architecture] = std::move(factory);
+}
+
+std::vector<std::string> registered_archs() {
+  register_builtin_archs();
+  std::vector<std::string> v;
+  for (auto& [k, f] : archs()) v.push_back(k);
+  return v;
+}
+
+ModelConfig load_config(const std::string& model_dir, int num_layers_override) {
+  register_builtin_archs();
+  ModelConfig cfg = ModelConfig::from_file(model_dir + "/config.json");
+  if (!archs().count(cfg.architecture)) {
+    std::string known;
+    for (auto& [k, f] : archs()) known += (known.empty() ? "" : ", ") + k;
+    PL_THROW("{}: unsupported architecture '{}' (supported: {})", cfg.source, cfg.architecture, known);
+  }
+  if (num_layers_override > 0 && num_layers_override < cfg.num_layers) {
+    cfg.num_layers = num_layers_override;
+    cfg.raw["num_hidden_layers"] = num_layers_override;
+  }
+  return cfg;
+}
+
+std::unique_ptr<Model> load_model(const ModelLoadOptions& opts, OpContext& ctx) {
+  ModelConfig cfg = load_config(opts.path, opts.num_layers_override);
+  WeightLoader loader(opts.path, opts.load_format, cfg, *ctx.device, opts.seed);
+  // Reduced depth: tensors of the dropped layers are expected but unused.
+  if (opts.num_layers_override > 0) loader.ignore_layers_from(cfg.num_layers);
+  auto model = archs().at(cfg.architecture)(cfg, loader, ctx);
+  loader.finish();
+  return model;
+}
+
+}  // namespace portllm

@@ -1,0 +1,88 @@
+#include "model/layers/attention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/rope.h"
+#include "ops/ops.h"
+
+namespace portllm {
+
+Tensor heads_view(const Tensor& t2d, int64_t col0, int64_t heads, int64_t dim) {
+  Tensor v = t2d.slice(1, col0, heads * dim);
+  Tensor r = v;
+  r.ndim = 3;
+  r.shape = {v.shape[0], heads, dim, 0, 0};
+  r.strides = {v.strides[0], dim, 1, 0, 0};
+  return r;
+}
+
+Tensor upload_rope_table(OpContext& ctx, const RopeConfig& rope, int rot_dim, int64_t max_pos) {
+  // Positions beyond 128k are not served; keep the table bounded.
+  return ctx.device->upload(rope_cos_sin_table(rope, rot_dim, std::min<int64_t>(max_pos, 1 << 17)));
+}
+
+void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, const Tensor& q,
+                     const Tensor& k_cache, const Tensor& v_cache, float scale) {
+  AttentionArgs a;
+  a.out = out;
+  a.q = q;
+  a.k_cache = k_cache;
+  a.v_cache = v_cache;
+  a.block_tables = b.block_tables;
+  a.seq_lens = b.seq_lens;
+  a.query_start_loc = b.query_start_loc;
+  a.scale = scale;
+  a.max_q_len = b.max_q_len;
+  a.max_seq_len = b.max_seq_len;
+  a.host_seq_lens = b.host_seq_lens;
+  a.host_query_start_loc = b.host_query_start_loc;
+  ops::attention(ctx, a);
+}
+
+AttentionBlock AttentionBlock::load(WeightLoader& w, OpContext& ctx, const std::string& p,
+                                    const ModelConfig& cfg, bool qkv_bias, bool qk_norm) {
+  AttentionBlock a;
+  a.num_heads = cfg.num_heads;
+  a.num_kv_heads = cfg.num_kv_heads;
+  a.head_dim = cfg.head_dim;
+  a.eps = float(cfg.rms_norm_eps);
+  a.scale = float(1.0 / std::sqrt(double(a.head_dim)));
+  const int64_t H = cfg.hidden_size, qd = a.num_heads * a.head_dim, kvd = a.num_kv_heads * a.head_dim;
+  a.qkv = Linear::load_merged(w, {p + ".q_proj", p + ".k_proj", p + ".v_proj"}, H, {qd, kvd, kvd}, qkv_bias);
+  a.o = Linear::load(w, p + ".o_proj", qd, H, false);
+  if (qk_norm) {
+    a.q_norm = w.load(p + ".q_norm.weight", {a.head_dim});
+    a.k_norm = w.load(p + ".k_norm.weight", {a.head_dim});
+  }
+  a.rot_dim = int(double(a.head_dim) * cfg.rope.partial_rotary_factor);
+  a.cos_sin = upload_rope_table(ctx, cfg.rope, a.rot_dim, cfg.max_position_embeddings);
+  return a;
+}
+
+LayerCacheSpec AttentionBlock::cache_spec() const {
+  LayerCacheSpec s;
+  s.kind = LayerCacheSpec::Kind::PagedKV;
+  s.num_kv_heads = num_kv_heads;
+  s.head_dim_k = s.head_dim_v = head_dim;
+  return s;
+}
+
+Tensor AttentionBlock::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const {
+  const int64_t T = x.size(0);
+  Tensor qkv_out = qkv.forward(ctx, x);
+  Tensor q = heads_view(qkv_out, 0, num_heads, head_dim);
+  Tensor k = heads_view(qkv_out, num_heads * head_dim, num_kv_heads, head_dim);
+  Tensor v = heads_view(qkv_out, (num_heads + num_kv_heads) * head_dim, num_kv_heads, head_dim);
+  if (q_norm.defined()) {
+    ops::rms_norm(ctx, q, q, q_norm, eps);
+    ops::rms_norm(ctx, k, k, k_norm, eps);
+  }
+  ops::rope(ctx, q, k, b.positions, cos_sin, rot_dim, false);
+  ops::kv_write(ctx, KvWriteArgs{k, v, cache.k, cache.v, b.slot_mapping});
+  Tensor attn = ctx.act({T, num_heads, head_dim});
+  paged_attention(ctx, b, attn, q, cache.k, cache.v, scale);
+  return o.forward(ctx, attn.reshape({T, num_heads * head_dim}));
+}
+
+}  // namespace portllm

@@ -1,0 +1,39 @@
+// Standard GQA self-attention over the paged KV cache: fused q|k|v projection (optional bias),
+// optional per-head q/k RMSNorm (Qwen3), rotary embedding (any scaling, partial rotary),
+// KV write and the ATTN_PREFILL / ATTN_DECODE ops, then the output projection.
+#pragma once
+#include <string>
+
+#include "model/cache_spec.h"
+#include "model/config.h"
+#include "model/forward_batch.h"
+#include "model/linear.h"
+
+namespace portllm {
+
+struct AttentionBlock {
+  Linear qkv, o;
+  Tensor q_norm, k_norm;  // [head_dim] each, or undefined
+  Tensor cos_sin;         // [max_pos, rot_dim] f32 on the device
+  int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0;
+  int rot_dim = 0;
+  float scale = 1.f, eps = 1e-6f;
+
+  static AttentionBlock load(WeightLoader& w, OpContext& ctx, const std::string& prefix,
+                             const ModelConfig& cfg, bool qkv_bias, bool qk_norm);
+  LayerCacheSpec cache_spec() const;
+  // x: [T, hidden] normalized input; returns the o_proj output [T, hidden].
+  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const;
+};
+
+// The rope table for a config on the device (shared by every layer that uses it).
+Tensor upload_rope_table(OpContext& ctx, const RopeConfig& rope, int rot_dim, int64_t max_pos);
+
+// Attention over the paged cache with this batch's metadata (shared by MLA and gated attention).
+void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, const Tensor& q,
+                     const Tensor& k_cache, const Tensor& v_cache, float scale);
+
+// A [T, H, D] view of columns [col0, col0 + H*D) of a [T, C] tensor.
+Tensor heads_view(const Tensor& t2d, int64_t col0, int64_t heads, int64_t dim);
+
+}  // namespace portllm

@@ -1,0 +1,31 @@
+// A linear layer's weights as loaded (float or fp8 with scales), and its forward through the
+// MATMUL / MATMUL_FP8_BLOCK ops. Merged layers (q|k|v, gate|up) are loaded by concatenating
+// the checkpoint tensors along the output dim, so one GEMM serves them all.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/weight_loader.h"
+#include "ops/registry.h"
+
+namespace portllm {
+
+struct Linear {
+  Tensor weight;  // [out, in] (this rank's slice)
+  Tensor bias;    // [out] or undefined
+  Tensor scale;   // fp8: weight_scale_inv [ceil(out/bn), ceil(in/bk)] or per-tensor [1]
+  int block_n = 0, block_k = 0;
+  int64_t in = 0, out = 0;
+
+  // y[M, out] = x[M, in] @ W^T (+ b)
+  void forward(OpContext& ctx, const Tensor& y, const Tensor& x) const;
+  Tensor forward(OpContext& ctx, const Tensor& x) const;  // allocates y
+
+  static Linear load(WeightLoader& w, const std::string& prefix, int64_t in, int64_t out, bool bias,
+                     ShardSpec shard = {});
+  // Concatenation of several layers that read the same input (outputs stacked in order).
+  static Linear load_merged(WeightLoader& w, const std::vector<std::string>& prefixes, int64_t in,
+                            const std::vector<int64_t>& outs, bool bias);
+};
+
+}  // namespace portllm

@@ -1,0 +1,13 @@
+// One registration function per cases_*.cpp file (called by register_builtin_case_generators).
+#pragma once
+#include <fmt/format.h>
+
+#include "ops/conformance/op_case.h"
+
+namespace portllm::conformance {
+
+void register_basic_cases();
+void register_matmul_cases();
+void register_attention_cases();
+
+}  // namespace portllm::conformance

@@ -1,0 +1,145 @@
+// Paged KV write and attention cases: GQA ratios 1..8, head dims 32..256, page sizes 16 and 64,
+// ragged batches with cached prefixes (chunked prefill), decode (q_len 1) with long contexts,
+// f32/f16/bf16 caches, block tables in shuffled order.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "ops/conformance/cases.h"
+#include "ops/op_args.h"
+
+namespace portllm::conformance {
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct AttnShape {
+  std::vector<int> q_lens, ctx_lens;
+  int Hq, Hkv, D, page;
+};
+
+std::vector<AttnShape> shapes(bool decode) {
+  if (decode)
+    return {{{1}, {1}, 4, 2, 64, 16},          {{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16},
+            {{1, 1}, {300, 7}, 8, 1, 64, 64},  {{1}, {1000}, 32, 8, 128, 16},
+            {{1, 1, 1, 1}, {13, 64, 65, 129}, 16, 16, 32, 16}, {{1, 1}, {40, 200}, 4, 4, 256, 64},
+            {{1}, {2100}, 16, 2, 96, 64}};
+  return {{{5}, {5}, 4, 2, 64, 16},           {{7, 13}, {7, 20}, 8, 2, 128, 16},
+          {{1, 5, 3}, {9, 5, 40}, 4, 1, 32, 16}, {{33}, {100}, 8, 8, 64, 64},
+          {{17, 2}, {17, 66}, 6, 3, 256, 16},  {{64}, {64}, 16, 2, 128, 64},
+          {{13}, {13}, 2, 2, 192, 16}};
+}
+
+// A cache of nb blocks with the sequences' blocks spread over it in shuffled order.
+std::vector<int32_t> block_tables(CaseRng& r, const AttnShape& s, int& max_blocks, int& nb) {
+  max_blocks = 0;
+  int total = 0;
+  for (int c : s.ctx_lens) {
+    const int n = (c + s.page - 1) / s.page;
+    max_blocks = std::max(max_blocks, n);
+    total += n;
+  }
+  nb = total + 3;  // spare blocks nobody owns
+  std::vector<int32_t> perm(static_cast<size_t>(nb));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (int i = nb - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[size_t(r.integer(0, i))]);
+  std::vector<int32_t> tables(s.ctx_lens.size() * size_t(max_blocks), 0);
+  int next = 0;
+  for (size_t b = 0; b < s.ctx_lens.size(); ++b) {
+    const int n = (s.ctx_lens[b] + s.page - 1) / s.page;
+    for (int j = 0; j < n; ++j) tables[b * size_t(max_blocks) + size_t(j)] = perm[size_t(next++)];
+  }
+  return tables;
+}
+
+std::vector<OpCase> attention_cases(DType act, bool decode) {
+  std::vector<OpCase> v;
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
+    if (act != DType::F32 && cache_dt != act) continue;
+    for (const AttnShape& s : shapes(decode)) {
+      CaseRng r(uint64_t(s.D * 7 + s.Hq + s.page + int(cache_dt) + (decode ? 1000 : 0)));
+      int max_blocks, nb;
+      auto tables = block_tables(r, s, max_blocks, nb);
+      const int B = int(s.q_lens.size());
+      std::vector<int32_t> qsl{0};
+      for (int q : s.q_lens) qsl.push_back(qsl.back() + q);
+      const int T = qsl.back();
+      OpCase c;
+      c.op = decode ? Op::ATTN_DECODE : Op::ATTN_PREFILL;
+      std::string lens;
+      for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
+      c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}", lens, s.Hq, s.Hkv, s.D, s.page, dtype_name(cache_dt));
+      c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt));
+      c.tensors = {CaseRng::filled(act, {T, s.Hq, s.D}, kNaN),
+                   r.tensor(act, {T, s.Hq, s.D}),
+                   r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
+                   r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
+                   r.ints(tables, {B, max_blocks}),
+                   r.ints(std::vector<int32_t>(s.ctx_lens.begin(), s.ctx_lens.end()), {B}),
+                   r.ints(qsl, {B + 1})};
+      c.outputs = {0};
+      const float scale = float(1.0 / std::sqrt(double(s.D)));
+      const int max_q = *std::max_element(s.q_lens.begin(), s.q_lens.end());
+      const int max_ctx = *std::max_element(s.ctx_lens.begin(), s.ctx_lens.end());
+      std::vector<int32_t> lens_v(s.ctx_lens.begin(), s.ctx_lens.end());
+      c.invoke = [=](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        AttentionArgs a;
+        a.out = t[0];
+        a.q = t[1];
+        a.k_cache = t[2];
+        a.v_cache = t[3];
+        a.block_tables = t[4];
+        a.seq_lens = t[5];
+        a.query_start_loc = t[6];
+        a.scale = scale;
+        a.max_q_len = max_q;
+        a.max_seq_len = max_ctx;
+        a.host_seq_lens = lens_v;
+        a.host_query_start_loc = qsl;
+        sink(a.desc(decode ? Op::ATTN_DECODE : Op::ATTN_PREFILL), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
+  return v;
+}
+
+std::vector<OpCase> kv_write_cases(DType act) {
+  std::vector<OpCase> v;
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
+    if (act != DType::F32 && cache_dt != act) continue;
+    for (auto [T, H, D, page] : {std::tuple{1, 2, 64, 16}, {7, 4, 128, 16}, {13, 1, 576, 64}, {33, 8, 32, 16}}) {
+      CaseRng r(uint64_t(T * 3 + H + D + page + int(cache_dt)));
+      const int nb = (T + page - 1) / page * 2 + 1;
+      std::vector<int32_t> slots(static_cast<size_t>(nb * page));
+      std::iota(slots.begin(), slots.end(), 0);
+      for (int i = nb * page - 1; i > 0; --i) std::swap(slots[size_t(i)], slots[size_t(r.integer(0, i))]);
+      slots.resize(size_t(T));
+      if (T > 2) slots[1] = -1;  // padding token: must not be written
+      OpCase c;
+      c.op = Op::KV_WRITE;
+      c.name = fmt::format("T={} H={} D={} page={} cache={}", T, H, D, page, dtype_name(cache_dt));
+      c.tol = 0;
+      c.tensors = {r.tensor(act, {T, H, D}), r.tensor(act, {T, H, D}),
+                   r.tensor(cache_dt, {nb, page, H, D}), r.tensor(cache_dt, {nb, page, H, D}),
+                   r.ints(slots, {T})};
+      c.outputs = {2, 3};
+      c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        KvWriteArgs a{t[0], t[1], t[2], t[3], t[4]};
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
+  return v;
+}
+}  // namespace
+
+void register_attention_cases() {
+  register_case_generator(Op::KV_WRITE, kv_write_cases);
+  register_case_generator(Op::ATTN_PREFILL, [](DType d) { return attention_cases(d, false); });
+  register_case_generator(Op::ATTN_DECODE, [](DType d) { return attention_cases(d, true); });
+}
+
+}  // namespace portllm::conformance

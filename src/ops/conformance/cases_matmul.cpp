@@ -1,0 +1,69 @@
+// Matmul cases: GEMV-sized and GEMM-sized M, odd N/K, bias, f32/f16/bf16 weights, and fp8
+// weights with 128x128 block scales (partial edge blocks) or a per-tensor scale.
+#include <cmath>
+#include <limits>
+
+#include "ops/conformance/cases.h"
+#include "ops/op_args.h"
+
+namespace portllm::conformance {
+
+namespace {
+struct Shape { int M, N, K; bool bias; };
+const Shape kShapes[] = {{1, 13, 7, false}, {2, 64, 96, true}, {3, 100, 200, false}, {4, 256, 512, false},
+                         {5, 7, 13, true},  {7, 300, 128, false}, {13, 130, 257, true}, {64, 128, 256, false},
+                         {33, 512, 1024, false}, {1, 2048, 1024, false}};
+
+OpCase make_case(DType act, DType wt, Shape s, int block) {
+  CaseRng r(uint64_t(s.M * 1009 + s.N * 31 + s.K + int(wt)));
+  OpCase c;
+  c.op = wt == DType::F8E4M3 ? Op::MATMUL_FP8_BLOCK : Op::MATMUL;
+  c.name = fmt::format("M={} N={} K={} w={}{}{}", s.M, s.N, s.K, dtype_name(wt), s.bias ? " bias" : "",
+                       wt == DType::F8E4M3 ? (block ? " block128" : " per-tensor") : "");
+  const double wscale = 1.0 / std::sqrt(double(s.K));
+  Tensor w = wt == DType::F8E4M3 ? r.tensor(wt, {s.N, s.K}, -448, 448) : r.tensor(wt, {s.N, s.K}, -wscale, wscale);
+  Tensor scale;
+  if (wt == DType::F8E4M3)
+    scale = block ? r.tensor(DType::F32, {(s.N + block - 1) / block, (s.K + block - 1) / block}, 0.5 * wscale / 448, 1.5 * wscale / 448)
+                  : r.tensor(DType::F32, {1}, wscale / 448, wscale / 448);
+  Tensor bias = s.bias ? r.tensor(act, {s.N}) : Tensor();
+  c.tensors = {CaseRng::filled(DType::F32, {s.M, s.N}, std::numeric_limits<double>::quiet_NaN()),
+               r.tensor(act, {s.M, s.K}), w, bias, scale};
+  // Output f32 (as lm_head needs) for f32 activations; activation dtype otherwise.
+  if (act != DType::F32) c.tensors[0] = CaseRng::filled(act, {s.M, s.N}, std::numeric_limits<double>::quiet_NaN());
+  c.outputs = {0};
+  c.tol = std::max(default_tolerance(act), default_tolerance(wt == DType::F8E4M3 ? DType::BF16 : wt));
+  if (wt == DType::F8E4M3) c.tol = 2e-2;  // kernels may quantize activations per token group (W8A8)
+  c.invoke = [block](const std::vector<Tensor>& t, const ArgsSink& sink) {
+    MatmulArgs a{t[0], t[1], t[2], t[3], t[4], block, block};
+    sink(a.desc(), &a);
+  };
+  return c;
+}
+
+std::vector<OpCase> matmul_cases(DType act) {
+  std::vector<OpCase> v;
+  for (DType wt : {DType::F32, DType::BF16, DType::F16}) {
+    if (act != DType::F32 && wt != act) continue;  // GPU GEMMs take matching operand dtypes
+    for (const Shape& s : kShapes) v.push_back(make_case(act, wt, s, 0));
+  }
+  return v;
+}
+
+std::vector<OpCase> fp8_cases(DType act) {
+  std::vector<OpCase> v;
+  for (Shape s : {Shape{1, 256, 384, false}, Shape{5, 300, 200, false}, Shape{13, 128, 256, false},
+                  Shape{64, 512, 512, false}, Shape{2, 7168 / 8, 2048, false}}) {
+    v.push_back(make_case(act, DType::F8E4M3, s, 128));
+  }
+  v.push_back(make_case(act, DType::F8E4M3, Shape{3, 64, 96, false}, 0));
+  return v;
+}
+}  // namespace
+
+void register_matmul_cases() {
+  register_case_generator(Op::MATMUL, matmul_cases);
+  register_case_generator(Op::MATMUL_FP8_BLOCK, fp8_cases);
+}
+
+}  // namespace portllm::conformance

@@ -1,0 +1,51 @@
+// A conformance case: seeded host tensors (inputs, and outputs pre-filled with poison), which of
+// them are outputs, a tolerance, and a function that turns the tensors (wherever they live) into
+// the op's args and hands them to a sink (which checks supports() and runs a kernel).
+// llama.cpp's test-backend-ops is the model.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ops/op.h"
+
+namespace portllm::conformance {
+
+using ArgsSink = std::function<void(const OpDesc& desc, const void* args)>;
+
+struct OpCase {
+  Op op = Op::COUNT;
+  std::string name;             // shape and dtype summary, e.g. "R=7 D=13 act=bf16"
+  std::vector<Tensor> tensors;  // host tensors, contiguous
+  std::vector<int> outputs;     // indices into tensors compared against the reference
+  double tol = 1e-5;            // max normalized error ||out - ref|| / ||ref||
+  std::function<void(const std::vector<Tensor>& t, const ArgsSink& sink)> invoke;
+};
+
+// Case generators, one per op (ops/conformance/cases_*.cpp). `dtype` is the activation dtype
+// the sweep asks for; a generator may return no cases for a dtype its op does not take.
+using CaseGenerator = std::function<std::vector<OpCase>(DType act_dtype)>;
+void register_case_generator(Op op, CaseGenerator gen);
+const CaseGenerator* case_generator(Op op);
+void register_builtin_case_generators();
+
+// Seeded random host tensors for case generators.
+class CaseRng {
+ public:
+  explicit CaseRng(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  double uniform(double lo, double hi);
+  int64_t integer(int64_t lo, int64_t hi);  // inclusive
+  Tensor tensor(DType dtype, std::vector<int64_t> shape, double lo = -1, double hi = 1);
+  Tensor ints(std::vector<int32_t> values, std::vector<int64_t> shape);
+  static Tensor filled(DType dtype, std::vector<int64_t> shape, double value);
+
+ private:
+  uint64_t next();
+  uint64_t state_;
+};
+
+// Default tolerance for outputs computed in `dtype`.
+double default_tolerance(DType dtype);
+
+}  // namespace portllm::conformance

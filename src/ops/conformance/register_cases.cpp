@@ -1,0 +1,16 @@
+#include <mutex>
+
+#include "ops/conformance/cases.h"
+
+namespace portllm::conformance {
+
+void register_builtin_case_generators() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_basic_cases();
+    register_matmul_cases();
+    register_attention_cases();
+  });
+}
+
+}  // namespace portllm::conformance

@@ -1,0 +1,152 @@
+#include "ops/conformance/runner.h"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+
+#include "core/error.h"
+#include "ops/ref/ref_util.h"
+#include "ops/registry.h"
+
+namespace portllm::conformance {
+
+namespace {
+constexpr size_t kGuard = 256;
+constexpr uint8_t kGuardByte = 0x5a;
+
+struct DeviceTensor {
+  std::shared_ptr<void> mem;  // [guard | data | guard]
+  Tensor t;
+  size_t bytes;
+};
+
+DeviceTensor upload_guarded(Device& dev, const Tensor& host) {
+  DeviceTensor d;
+  d.bytes = host.nbytes();
+  const size_t total = d.bytes + 2 * kGuard;
+  d.mem = dev.allocate_bytes(total);
+  std::vector<uint8_t> staging(total, kGuardByte);
+  std::memcpy(staging.data() + kGuard, host.data, d.bytes);
+  dev.copy_to_device(d.mem.get(), staging.data(), total);
+  d.t = Tensor::view_of(static_cast<uint8_t*>(d.mem.get()) + kGuard, host.dtype, host.shape_vec(), dev.kind(), dev.index(), d.mem);
+  return d;
+}
+
+std::string check_guards(Device& dev, const DeviceTensor& d, Tensor& out_host) {
+  std::vector<uint8_t> staging(d.bytes + 2 * kGuard);
+  dev.copy_to_host(staging.data(), d.mem.get(), staging.size());
+  dev.synchronize();
+  for (size_t i = 0; i < kGuard; ++i)
+    if (staging[i] != kGuardByte || staging[kGuard + d.bytes + i] != kGuardByte) return "wrote outside its output (guard bytes changed)";
+  std::memcpy(out_host.data, staging.data() + kGuard, d.bytes);
+  return "";
+}
+
+// ||out - ref|| / ||ref|| with NaN/Inf agreement; exact comparison when tol == 0.
+std::string compare(const Tensor& out, const Tensor& ref, double tol, double& err) {
+  double diff2 = 0, ref2 = 0;
+  const int64_t n = ref.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const double a = ref::load(out.dtype, out.data, i), b = ref::load(ref.dtype, ref.data, i);
+    if (std::isnan(a) != std::isnan(b)) return fmt::format("NaN mismatch at element {} (got {}, want {})", i, a, b);
+    if (std::isinf(a) || std::isinf(b)) {
+      if (a != b) return fmt::format("Inf mismatch at element {} (got {}, want {})", i, a, b);
+      continue;
+    }
+    if (std::isnan(a)) continue;
+    if (tol == 0 && a != b) {
+      err = std::abs(a - b);
+      return fmt::format("element {}: got {}, want {} (exact op)", i, a, b);
+    }
+    diff2 += (a - b) * (a - b);
+    ref2 += b * b;
+  }
+  err = std::sqrt(diff2) / std::max(std::sqrt(ref2), 1e-30);
+  if (err > tol) return fmt::format("normalized error {:.3g} > tolerance {:.3g}", err, tol);
+  return "";
+}
+}  // namespace
+
+Tensor clone_host(const Tensor& t) {
+  if (!t.defined()) return t;
+  const size_t bytes = std::max<size_t>(1, t.nbytes());
+  auto buf = std::shared_ptr<void>(::operator new(bytes), [](void* p) { ::operator delete(p); });
+  std::memcpy(buf.get(), t.data, t.nbytes());
+  return Tensor::view_of(buf.get(), t.dtype, t.shape_vec(), DeviceKind::CPU, 0, buf);
+}
+
+std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
+  std::vector<CaseResult> results;
+  std::regex pattern(opts.pattern.empty() ? ".*" : opts.pattern);
+  auto& reg = KernelRegistry::instance();
+  for (int oi = 0; oi < int(Op::COUNT); ++oi) {
+    const Op op = Op(oi);
+    if (!opts.op.empty()) {
+      auto want = op_from_name(opts.op);
+      if (!want) PL_THROW("ops test: unknown op '{}'", opts.op);
+      if (*want != op) continue;
+    }
+    const CaseGenerator* gen = case_generator(op);
+    const KernelInfo* refk = reg.reference(op);
+    auto kernels = reg.kernels(op, dev.kind());
+    if (!opts.include_reference)
+      std::erase_if(kernels, [](const KernelInfo* k) { return k->is_reference(); });
+    if (!gen || !refk || kernels.empty()) {
+      for (auto* k : kernels)
+        results.push_back({op, k->name, "(no cases)", DType::F32, CaseResult::Status::Fail, 0, 0,
+                           !gen ? "op has no conformance cases" : "op has no reference kernel"});
+      continue;
+    }
+    for (DType dt : opts.dtypes) {
+      std::vector<OpCase> cases = (*gen)(dt);
+      for (OpCase& c : cases) {
+        std::vector<Tensor> ref_t;  // computed lazily, once per case
+        for (const KernelInfo* k : kernels) {
+          CaseResult res{op, k->name, fmt::format("{} act={}", c.name, dtype_name(dt)), dt, CaseResult::Status::Pass, 0, c.tol, ""};
+          if (!std::regex_search(res.kernel + " " + res.case_name, pattern)) continue;
+          bool supported = true;
+          c.invoke(c.tensors, [&](const OpDesc& d, const void*) { supported = !k->supports || k->supports(d, dev.caps()); });
+          if (!supported) {
+            res.status = CaseResult::Status::NotSupported;
+            results.push_back(res);
+            continue;
+          }
+          try {
+            if (ref_t.empty()) {
+              for (auto& t : c.tensors) ref_t.push_back(clone_host(t));
+              Stream& cpu_stream = dev.stream();  // reference kernels ignore the stream
+              c.invoke(ref_t, [&](const OpDesc&, const void* a) { refk->run(a, cpu_stream); });
+            }
+            std::vector<DeviceTensor> dt_in;
+            std::vector<Tensor> dev_t;
+            for (auto& t : c.tensors) {
+              if (!t.defined()) { dt_in.push_back({}); dev_t.push_back(t); continue; }
+              dt_in.push_back(upload_guarded(dev, t));
+              dev_t.push_back(dt_in.back().t);
+            }
+            c.invoke(dev_t, [&](const OpDesc&, const void* a) { k->run(a, dev.stream()); });
+            dev.synchronize();
+            for (size_t i = 0; i < c.tensors.size(); ++i) {
+              if (!c.tensors[i].defined()) continue;
+              Tensor out_host = clone_host(c.tensors[i]);
+              std::string g = check_guards(dev, dt_in[i], out_host);
+              if (!g.empty()) { res.status = CaseResult::Status::Fail; res.message = fmt::format("tensor {}: {}", i, g); break; }
+              if (std::find(c.outputs.begin(), c.outputs.end(), int(i)) == c.outputs.end()) continue;
+              double err = 0;
+              std::string m = compare(out_host, ref_t[i], c.tol, err);
+              res.error = std::max(res.error, err);
+              if (!m.empty()) { res.status = CaseResult::Status::Fail; res.message = fmt::format("output {}: {}", i, m); break; }
+            }
+          } catch (const std::exception& e) {
+            res.status = CaseResult::Status::Fail;
+            res.message = e.what();
+          }
+          results.push_back(res);
+        }
+      }
+    }
+  }
+  return results;
+}
+
+}  // namespace portllm::conformance

@@ -1,0 +1,39 @@
+// Runs every registered kernel of a backend against the reference kernels on the conformance
+// cases and reports PASS / FAIL / NOT_SUPPORTED per (kernel, case). A failure is a NaN/Inf
+// mismatch, a normalized error over the case's tolerance, or a write into the guard bytes
+// around any tensor.
+#pragma once
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "backend/device.h"
+#include "ops/conformance/op_case.h"
+
+namespace portllm::conformance {
+
+struct CaseResult {
+  enum class Status { Pass, Fail, NotSupported };
+  Op op;
+  std::string kernel;
+  std::string case_name;
+  DType dtype;
+  Status status;
+  double error = 0;
+  double tol = 0;
+  std::string message;
+};
+
+struct RunOptions {
+  std::string op;             // "" = all ops, else an op name (case-insensitive)
+  std::string pattern;        // regex on "<kernel> <case>"
+  std::vector<DType> dtypes = {DType::F32, DType::F16, DType::BF16};
+  bool include_reference = false;  // also run the reference kernels against themselves
+};
+
+std::vector<CaseResult> run_conformance(Device& device, const RunOptions& opts);
+
+// Deep copy of a host tensor (contiguous).
+Tensor clone_host(const Tensor& t);
+
+}  // namespace portllm::conformance

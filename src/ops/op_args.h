@@ -1,0 +1,131 @@
+// Argument structs, one per op. Tensors live on the device the kernel runs on. Unless noted,
+// the last dim of every tensor is contiguous and the row stride (stride(0), or the stride of
+// the token dim) may be larger than the row, so kernels accept views/slices of wider tensors.
+// Index tensors are i32. "Host mirror" vectors are filled by the caller for backends that plan
+// work on the host (all backends may rely on them being present and equal to the tensors).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ops/op.h"
+
+namespace portllm {
+
+// dtype[0] = out/table dtype.
+struct EmbedArgs {
+  Tensor out;    // [T, H]
+  Tensor table;  // [V, H]
+  Tensor ids;    // [T] i32
+  OpDesc desc() const;
+};
+
+// y = x / rms(x) * (weight_offset + weight). Qwen3-Next/3.5 use weight_offset 1 ("1 + w").
+// dtype[0] = x/out, dtype[1] = weight; dim[0] = D.
+struct RmsNormArgs {
+  Tensor out;     // [R, D]
+  Tensor x;       // [R, D]
+  Tensor weight;  // [D]
+  float eps = 1e-6f;
+  float weight_offset = 0.f;
+  OpDesc desc() const;
+};
+
+// residual = residual + x; out = rmsnorm(residual). dtype[0] = act, dtype[1] = weight.
+struct AddRmsNormArgs {
+  Tensor residual;  // [R, D] in/out
+  Tensor out;       // [R, D]
+  Tensor x;         // [R, D]
+  Tensor weight;    // [D]
+  float eps = 1e-6f;
+  float weight_offset = 0.f;
+  OpDesc desc() const;
+};
+
+// In-place rotary embedding on the first rot_dim dims of each head of q and k.
+// cos_sin row p holds cos(p * f_i) for i < rot_dim/2 then sin(p * f_i) (f32, any scaling folded
+// in). interleaved: pairs (2i, 2i+1) (DeepSeek/GPT-J); else pairs (i, i + rot_dim/2) (NeoX).
+// dtype[0] = q/k; dim[0] = rot_dim; flags bit0 = interleaved.
+struct RopeArgs {
+  Tensor q;          // [T, Hq, Dq] (strided views allowed in dims 0 and 1)
+  Tensor k;          // [T, Hk, Dk] or undefined
+  Tensor positions;  // [T] i32
+  Tensor cos_sin;    // [max_pos, rot_dim] f32
+  int rot_dim = 0;
+  bool interleaved = false;
+  OpDesc desc() const;
+};
+
+// out = silu(gate) * up. dtype[0] = act.
+struct SiluMulArgs {
+  Tensor out;   // [T, I]
+  Tensor gate;  // [T, I]
+  Tensor up;    // [T, I]
+  OpDesc desc() const;
+};
+
+// out = a + b (same shapes, 2-D [R, C]). dtype[0] = act.
+struct AddArgs {
+  Tensor out, a, b;
+  OpDesc desc() const;
+};
+
+// out[M,N] = x[M,K] @ W[N,K]^T (+ bias[N]). For MATMUL_FP8_BLOCK, W is f8_e4m3 and
+// w_scale holds the dequantization multipliers ("weight_scale_inv"): [ceil(N/block_n),
+// ceil(K/block_k)] f32 for block scaling, or [1] for a per-tensor scale (block_n = block_k = 0).
+// dtype[0] = x/out, dtype[1] = W; dim[0] = M, dim[1] = N, dim[2] = K, dim[3] = block_k.
+struct MatmulArgs {
+  Tensor out;
+  Tensor x;
+  Tensor w;
+  Tensor bias;     // optional
+  Tensor w_scale;  // fp8 only
+  int block_n = 0, block_k = 0;
+  OpDesc desc() const;
+};
+
+// k_cache[slot] = k[t], v_cache[slot] = v[t] for slot = slot_mapping[t] >= 0 (slot =
+// block * page_size + offset). dtype[0] = k/v, dtype[2] = cache; dim[0] = page_size.
+struct KvWriteArgs {
+  Tensor k;             // [T, Hkv, Dk]
+  Tensor v;             // [T, Hkv, Dv]
+  Tensor k_cache;       // [NB, page, Hkv, Dk]
+  Tensor v_cache;       // [NB, page, Hkv, Dv]
+  Tensor slot_mapping;  // [T] i32
+  OpDesc desc() const;
+};
+
+// Causal attention over a paged cache for a ragged batch. Sequence b owns queries
+// [query_start_loc[b], query_start_loc[b+1]) which sit at the last q_len positions of its
+// seq_lens[b] context (the cache already holds this step's K/V). GQA: query head h reads KV head
+// h / (Hq / Hkv). out = softmax(scale * q k^T) v. dtype[0] = q/out, dtype[2] = cache;
+// dim[0] = head dim (K), dim[1] = page size, dim[2] = Hq / Hkv, dim[3] = head dim (V).
+struct AttentionArgs {
+  Tensor out;              // [T, Hq, Dv]
+  Tensor q;                // [T, Hq, Dk]
+  Tensor k_cache;          // [NB, page, Hkv, Dk]
+  Tensor v_cache;          // [NB, page, Hkv, Dv]
+  Tensor block_tables;     // [B, max_blocks] i32
+  Tensor seq_lens;         // [B] i32
+  Tensor query_start_loc;  // [B + 1] i32
+  float scale = 1.f;
+  int max_q_len = 0, max_seq_len = 0;
+  std::vector<int32_t> host_seq_lens, host_query_start_loc;  // host mirrors
+  OpDesc desc(Op op) const;
+};
+
+// out[r] = argmax_j x[r, j] (first index on ties). dtype[0] = x.
+struct ArgmaxArgs {
+  Tensor out;  // [R] i32
+  Tensor x;    // [R, N]
+  OpDesc desc() const;
+};
+
+// Row softmax. dtype[0] = x/out.
+struct SoftmaxArgs {
+  Tensor out;  // [R, N]
+  Tensor x;    // [R, N]
+  OpDesc desc() const;
+};
+
+}  // namespace portllm

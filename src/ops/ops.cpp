@@ -1,0 +1,60 @@
+#include "ops/ops.h"
+
+namespace portllm::ops {
+
+void embed(OpContext& ctx, const Tensor& out, const Tensor& table, const Tensor& ids) {
+  EmbedArgs a{out, table, ids};
+  run(ctx, a.desc(), a);
+}
+
+void rms_norm(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& weight, float eps,
+              float weight_offset) {
+  RmsNormArgs a{out, x, weight, eps, weight_offset};
+  run(ctx, a.desc(), a);
+}
+
+void add_rms_norm(OpContext& ctx, const Tensor& residual, const Tensor& out, const Tensor& x,
+                  const Tensor& weight, float eps, float weight_offset) {
+  AddRmsNormArgs a{residual, out, x, weight, eps, weight_offset};
+  run(ctx, a.desc(), a);
+}
+
+void rope(OpContext& ctx, const Tensor& q, const Tensor& k, const Tensor& positions,
+          const Tensor& cos_sin, int rot_dim, bool interleaved) {
+  RopeArgs a{q, k, positions, cos_sin, rot_dim, interleaved};
+  run(ctx, a.desc(), a);
+}
+
+void silu_mul(OpContext& ctx, const Tensor& out, const Tensor& gate, const Tensor& up) {
+  SiluMulArgs a{out, gate, up};
+  run(ctx, a.desc(), a);
+}
+
+void add(OpContext& ctx, const Tensor& out, const Tensor& a_, const Tensor& b) {
+  AddArgs a{out, a_, b};
+  run(ctx, a.desc(), a);
+}
+
+void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
+            const Tensor& bias, const Tensor& w_scale, int block_n, int block_k) {
+  MatmulArgs a{out, x, w, bias, w_scale, block_n, block_k};
+  run(ctx, a.desc(), a);
+}
+
+void kv_write(OpContext& ctx, const KvWriteArgs& a) { run(ctx, a.desc(), a); }
+
+void attention(OpContext& ctx, const AttentionArgs& a) {
+  run(ctx, a.desc(a.max_q_len == 1 ? Op::ATTN_DECODE : Op::ATTN_PREFILL), a);
+}
+
+void argmax(OpContext& ctx, const Tensor& out, const Tensor& x) {
+  ArgmaxArgs a{out, x};
+  run(ctx, a.desc(), a);
+}
+
+void softmax(OpContext& ctx, const Tensor& out, const Tensor& x) {
+  SoftmaxArgs a{out, x};
+  run(ctx, a.desc(), a);
+}
+
+}  // namespace portllm::ops

@@ -1,0 +1,31 @@
+// The op API that model code is written against. Each call builds the op's args, lets the
+// dispatcher pick a kernel for this device, and runs it on the context's stream. Nothing here
+// knows about CUDA, MUSA or the CPU.
+#pragma once
+#include "ops/op_args.h"
+#include "ops/registry.h"
+
+namespace portllm::ops {
+
+template <class Args>
+void run(OpContext& ctx, const OpDesc& desc, const Args& args) {
+  ctx.dispatcher->select(desc).run(&args, *ctx.stream);
+}
+
+void embed(OpContext& ctx, const Tensor& out, const Tensor& table, const Tensor& ids);
+void rms_norm(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& weight, float eps,
+              float weight_offset = 0.f);
+void add_rms_norm(OpContext& ctx, const Tensor& residual, const Tensor& out, const Tensor& x,
+                  const Tensor& weight, float eps, float weight_offset = 0.f);
+void rope(OpContext& ctx, const Tensor& q, const Tensor& k, const Tensor& positions,
+          const Tensor& cos_sin, int rot_dim, bool interleaved);
+void silu_mul(OpContext& ctx, const Tensor& out, const Tensor& gate, const Tensor& up);
+void add(OpContext& ctx, const Tensor& out, const Tensor& a, const Tensor& b);
+void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
+            const Tensor& bias = {}, const Tensor& w_scale = {}, int block_n = 0, int block_k = 0);
+void kv_write(OpContext& ctx, const KvWriteArgs& args);
+void attention(OpContext& ctx, const AttentionArgs& args);  // ATTN_DECODE when max_q_len == 1
+void argmax(OpContext& ctx, const Tensor& out, const Tensor& x);
+void softmax(OpContext& ctx, const Tensor& out, const Tensor& x);
+
+}  // namespace portllm::ops

@@ -1,0 +1,15 @@
+// Reference kernels: the oracle of the conformance suite and the lowest-priority CPU kernels.
+#pragma once
+
+namespace portllm::ref {
+
+// Registers every reference kernel (called by the CPU backend's registration).
+void register_reference_kernels();
+
+// One registration function per file in ops/ref/.
+void register_elementwise_ref();
+void register_norm_ref();
+void register_matmul_ref();
+void register_attention_ref();
+
+}  // namespace portllm::ref

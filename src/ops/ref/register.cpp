@@ -1,0 +1,12 @@
+#include "ops/ref/ref_kernels.h"
+
+namespace portllm::ref {
+
+void register_reference_kernels() {
+  register_elementwise_ref();
+  register_norm_ref();
+  register_matmul_ref();
+  register_attention_ref();
+}
+
+}  // namespace portllm::ref

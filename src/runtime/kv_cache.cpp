@@ -1,0 +1,43 @@
+#include "runtime/kv_cache.h"
+
+#include "core/error.h"
+
+namespace portllm {
+
+KvCache::KvCache(OpContext& ctx, const std::vector<LayerCacheSpec>& spec, const KvCacheConfig& cfg) : cfg_(cfg) {
+  using K = LayerCacheSpec::Kind;
+  for (const auto& s : spec) {
+    LayerCache c;
+    if (s.kind == K::PagedKV) {
+      c.k = ctx.device->zeros(cfg.dtype, {cfg.num_blocks, cfg.page_size, s.num_kv_heads, s.head_dim_k});
+      c.v = ctx.device->zeros(cfg.dtype, {cfg.num_blocks, cfg.page_size, s.num_kv_heads, s.head_dim_v});
+      has_paged_ = true;
+    } else if (s.kind == K::PagedLatent) {
+      c.k = ctx.device->zeros(cfg.dtype, {cfg.num_blocks, cfg.page_size, 1, s.latent_dim});
+      has_paged_ = true;
+    } else if (s.kind == K::Recurrent) {
+      PL_CHECK(cfg.num_state_slots > 0, "a recurrent layer needs state slots");
+      for (auto& shape : s.state_shapes) {
+        std::vector<int64_t> full{cfg.num_state_slots};
+        full.insert(full.end(), shape.begin(), shape.end());
+        c.state.push_back(ctx.device->zeros(s.state_dtype, full));
+      }
+      has_state_ = true;
+    }
+    layers_.push_back(std::move(c));
+  }
+}
+
+int64_t KvCache::bytes_per_block(const std::vector<LayerCacheSpec>& spec, int64_t page_size, DType dtype) {
+  int64_t b = 0;
+  for (auto& s : spec) b += s.bytes_per_token(dtype) * page_size;
+  return b;
+}
+
+int64_t KvCache::bytes_per_state_slot(const std::vector<LayerCacheSpec>& spec) {
+  int64_t b = 0;
+  for (auto& s : spec) b += s.state_bytes();
+  return b;
+}
+
+}  // namespace portllm
