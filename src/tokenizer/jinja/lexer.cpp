@@ -115,15 +115,27 @@ class Lexer {
   }
 
   void lex_block() {
-    size_t first = out_.size();
+    if (at_raw_tag()) return;
     out_.push_back({Token::Type::BlockBegin, "{%", line_});
     lex_expr("%}", Token::Type::BlockEnd);
-    // `raw` blocks: everything up to endraw is text.
-    if (out_.size() == first + 3 && out_[first + 1].type == Token::Type::Name && out_[first + 1].text == "raw") {
-      int raw_line = out_[first].line;
-      out_.resize(first);
-      lex_raw_body(raw_line);
-    }
+  }
+
+  // `{% raw %}`: everything up to endraw is text. jinja2 does not apply trim_blocks to the raw
+  // opening tag (only `-%}` strips after it).
+  bool at_raw_tag() {
+    size_t p = pos_;
+    while (p < s_.size() && is_ws(s_[p])) ++p;
+    if (s_.compare(p, 3, "raw") != 0) return false;
+    p += 3;
+    while (p < s_.size() && is_ws(s_[p])) ++p;
+    bool minus = p < s_.size() && s_[p] == '-';
+    if (p < s_.size() && (s_[p] == '-' || s_[p] == '+')) ++p;
+    if (s_.compare(p, 2, "%}") != 0) return false;
+    int raw_line = line_;
+    advance_to(p + 2);
+    if (minus) after_tag_end(true, false, true);
+    lex_raw_body(raw_line);
+    return true;
   }
 
   void lex_raw_body(int raw_line) {
