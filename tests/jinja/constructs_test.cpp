@@ -38,6 +38,11 @@ const Case kCases[] = {
     {"raw", R"J({% raw %}{{ not rendered }}{% if %}{% endraw %}!)J", R"V({})V", R"E({{ not rendered }}{% if %}!)E"},
     {"keep_inner_newlines_drop_trailing", "a\n\nb\n", R"V({})V", "a\n\nb"},
     {"string_literal_escapes", R"J({{ 'a\nb\t\'c\'' }}{{ "d\"e" }}{{ 'x' 'y' }})J", R"V({})V", "a\nb\t'c'd\"exy"},
+    {"raw_with_lstrip", "  {% raw %}\n  r\n  {% endraw %}\n", R"V({})V", "\n  r\n"},
+    {"lstrip_tabs_and_trailing_ws", "a\n\t  {% if true %}\n  b\n\t{% endif %}  \nc", R"V({})V", "a\n  b\n  \nc"},
+    {"loop_iterations_start_fresh", R"J({% set x = 0 %}{% for i in [1, 2] %}{{ x }}{% set x = i %}{% endfor %}|{{ x }})J", R"V({})V", R"E(00|0)E"},
+    {"macro_reads_global_at_call_time", R"J({% set v = 1 %}{% macro show() %}{{ v }}{% endmacro %}{% set v = 2 %}{{ show() }})J", R"V({})V", R"E(2)E"},
+    {"macro_local_scope", R"J({% macro outer() %}{% set v = 'in' %}{% for i in [1] %}{% set v = 'loop' %}{% endfor %}{{ v }}{% endmacro %}{{ outer() }}{{ v is defined }})J", R"V({})V", R"E(inFalse)E"},
     {"raise_in_untaken_branch", R"J({% if false %}{{ raise_exception('no') }}{% endif %}ok)J", R"V({})V", R"E(ok)E"},
 };
 

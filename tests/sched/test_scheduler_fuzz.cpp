@@ -161,7 +161,9 @@ struct Sim {
     std::vector<RequestId> live;
     for (const auto& [id, r] : all)
       if (!is_finished(r->status)) live.push_back(id);
-    if (!live.empty()) EXPECT_TRUE(sched.abort(live[uniform(0, int(live.size()) - 1)]));
+    if (!live.empty()) {
+      EXPECT_TRUE(sched.abort(live[uniform(0, int(live.size()) - 1)]));
+    }
   }
 
   int64_t slot(const std::vector<BlockId>& table, int pos) const {
@@ -219,7 +221,9 @@ struct Sim {
     for (const auto& e : out.scheduled) {
       EXPECT_TRUE(ids.insert(e.id).second) << "request scheduled twice";
       EXPECT_GE(e.num_scheduled_tokens, 1);
-      if (P.chunked && P.threshold > 0) EXPECT_LE(e.num_scheduled_tokens, P.threshold);
+      if (P.chunked && P.threshold > 0) {
+        EXPECT_LE(e.num_scheduled_tokens, P.threshold);
+      }
       total += e.num_scheduled_tokens;
     }
     EXPECT_EQ(total, out.total_num_scheduled_tokens);
@@ -251,7 +255,9 @@ struct Sim {
       }
       auto s = sched.state_slots().slot_of(r->id);
       EXPECT_EQ(s.has_value(), r->needs_state_slot);
-      if (s) EXPECT_TRUE(slots.insert(*s).second) << "state slot shared";
+      if (s) {
+        EXPECT_TRUE(slots.insert(*s).second) << "state slot shared";
+      }
     }
     int free_blocks = 0;
     for (BlockId b = 0; b < P.num_blocks; ++b) {
@@ -308,7 +314,9 @@ struct Sim {
 
       SchedulerOutput out = sched.schedule();
       check_step_shape(out);
-      if (had_work) ASSERT_GT(out.total_num_scheduled_tokens, 0) << "no progress at step " << step;
+      if (had_work) {
+        ASSERT_GT(out.total_num_scheduled_tokens, 0) << "no progress at step " << step;
+      }
       // The earliest admitted running request is never starved nor preempted.
       if (oldest && (P.chunked || P.fork_p == 0)) {
         bool found = false;
@@ -398,12 +406,20 @@ TEST(SchedulerFuzz, InvariantsHoldUnderRandomLoad) {
       total_preemptions += sim.preemptions;
       total_forks += sim.forks;
       hits += sim.sched.kv().prefix_cache_hits();
-      if (fc.params.max_prompt == 40) EXPECT_GT(sim.rejected, 0);
+      if (fc.params.max_prompt == 40) {
+        EXPECT_GT(sim.rejected, 0);
+      }
     }
     // The scenarios must actually exercise what they are meant to.
-    if (fc.expect_preemption) EXPECT_GT(total_preemptions, 0) << fc.name;
-    if (fc.expect_prefix_hits) EXPECT_GT(hits, 0) << fc.name;
-    if (!fc.params.prefix_caching) EXPECT_EQ(hits, 0) << fc.name;
+    if (fc.expect_preemption) {
+      EXPECT_GT(total_preemptions, 0) << fc.name;
+    }
+    if (fc.expect_prefix_hits) {
+      EXPECT_GT(hits, 0) << fc.name;
+    }
+    if (!fc.params.prefix_caching) {
+      EXPECT_EQ(hits, 0) << fc.name;
+    }
     EXPECT_GT(total_forks, 0) << fc.name;
     EXPECT_GT(total_steps, 3000) << fc.name;
     std::printf("[fuzz] %-28s steps %6d preemptions %5d forks %4d prefix-hit tokens %lld\n",

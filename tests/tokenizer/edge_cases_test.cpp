@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "tok_test_util.h"
 #include "tokenizer/utf8.h"
@@ -66,6 +67,27 @@ TEST_P(Edge, SpecialTokensInsideText) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Edge, ::testing::ValuesIn(fixture_names()),
                          [](const auto& info) { return info.param; });
+
+TEST_P(Edge, ConcurrentEncodeMatchesOracle) {
+  // encode() is const and shared by engine threads: the word cache and the per-thread regex /
+  // merge scratch must not interfere.
+  const auto& tok = load(GetParam());
+  const auto cases = read_json(fixture(GetParam()).cases_file)["encode"];
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 20; ++rep)
+        for (size_t i = 0; i < cases.size(); ++i) {
+          const auto& c = cases[(i + static_cast<size_t>(t) * 7) % cases.size()];
+          if (tok.encode(c["text"].get<std::string>(), false) != c["ids"].get<std::vector<int32_t>>())
+            ++mismatches[static_cast<size_t>(t)];
+        }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
 
 TEST(Utf8, RepairPolicyMatchesFromUtf8Lossy) {
   // One U+FFFD per maximal invalid subpart (Unicode "substitution of maximal subparts").
