@@ -1,24 +1,28 @@
-// portllm generate: greedy (by default) continuation of one prompt on the embedded stories260K
-// model or any model directory, printing text as it is produced.
-// (Single-sequence path; batched generation through the engine replaces it in the engine issue.)
+// portllm generate: continuation of one prompt (default: "Once upon a time" on the embedded
+// stories260K, greedy), printing text as it is produced; or a batch of prompts from a JSONL file
+// (--input/--output). Both run through the Engine (continuous batching, paged KV cache).
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <sstream>
 
 #include "cli/commands.h"
-#include "cli/common.h"
+#include "cli/engine_options.h"
+#include "cli/generate_batch.h"
 #include "core/error.h"
-#include "runtime/single_sequence.h"
 #include "tokenizer/tokenizer.h"
 
 namespace portllm::cli {
 
 namespace {
 struct Options {
-  ModelOptions model;
+  EngineOptions engine;
+  SamplingParams sampling;
   std::string prompt = "Once upon a time";
   std::string prompt_ids;
-  int max_tokens = 200;
-  bool ignore_eos = false;
+  std::string input, output;
+  std::vector<std::string> stop;
+  std::optional<uint64_t> seed;
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -34,54 +38,94 @@ std::vector<int32_t> parse_ids(const std::string& s) {
   return ids;
 }
 
-void run(const Options& o) {
-  const std::string dir = resolved_model_dir(o.model);
-  auto device = open_device(o.model);
-  OpContext ctx(*device);
-  ModelLoadOptions lo;
-  lo.path = dir;
-  lo.load_format = o.model.load_format;
-  lo.num_layers_override = o.model.num_layers;
-  auto model = load_model(lo, ctx);
-  auto tok = tok::Tokenizer::from_dir(dir);
-  std::vector<int32_t> ids = o.prompt_ids.empty() ? tok->encode(o.prompt, true) : parse_ids(o.prompt_ids);
-  if (ids.empty()) PL_THROW("the prompt is empty");
-  const int64_t V = model->config().vocab_size;
-  for (int32_t id : ids)
-    if (id < 0 || id >= V) PL_THROW("prompt token id {} is outside the vocabulary (0..{})", id, V - 1);
-  std::vector<int64_t> eos = model->config().eos_token_ids;
-  for (int32_t e : tok->eos_ids()) eos.push_back(e);
-
-  const int64_t max_len = std::min<int64_t>(model->config().max_position_embeddings, int64_t(ids.size()) + o.max_tokens);
-  SingleSequence seq(*model, ctx, max_len, device->caps().preferred_page_size);
-  tok::StreamDecoder out(*tok, true);
-  std::fputs(tok->decode(ids, true).c_str(), stdout);
-  std::fflush(stdout);
-  std::vector<int32_t> feed = ids;
-  for (int i = 0; i < o.max_tokens && seq.length() + int64_t(feed.size()) <= max_len; ++i) {
-    Tensor logits = seq.feed(feed, false);
-    const float* l = logits.ptr<float>();
-    int32_t best = 0;
-    for (int64_t j = 1; j < V; ++j)
-      if (l[j] > l[best]) best = int32_t(j);
-    if (!o.ignore_eos && std::find(eos.begin(), eos.end(), best) != eos.end()) break;
-    std::fputs(out.push(best).c_str(), stdout);
+void run_single(Engine& engine, const Options& o, SamplingParams p) {
+  RequestInput in;
+  if (!o.prompt_ids.empty()) in.prompt_ids = parse_ids(o.prompt_ids);
+  else in.prompt = o.prompt;
+  std::vector<int32_t> ids = in.prompt_ids;
+  if (ids.empty() && engine.has_tokenizer()) ids = engine.tokenizer().encode(in.prompt, true);
+  // As before the engine existed: the output is cut at the model's context, not refused.
+  if (!ids.empty() && int64_t(ids.size()) + p.max_tokens > engine.max_model_len())
+    p.max_tokens = int(std::max<int64_t>(1, engine.max_model_len() - int64_t(ids.size())));
+  in.params = p;
+  const bool stream = p.n == 1;
+  if (engine.has_tokenizer() && stream) {
+    std::fputs(engine.tokenizer().decode(ids, true).c_str(), stdout);
     std::fflush(stdout);
-    feed = {best};
   }
-  std::fputs(out.finish().c_str(), stdout);
-  std::fputs("\n", stdout);
+  std::mutex mu;
+  std::condition_variable cv;
+  int left = p.n;
+  std::vector<std::string> texts(size_t(p.n));
+  std::vector<std::string> reasons(size_t(p.n));
+  engine.add_request(in, [&](const RequestOutput& out) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (stream) {
+      std::fputs(out.text.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    texts[size_t(out.index)] += out.text;
+    if (!engine.has_tokenizer())
+      for (int32_t t : out.token_ids) texts[size_t(out.index)] += std::to_string(t) + " ";
+    if (out.finished) {
+      reasons[size_t(out.index)] = out.error.empty() ? finish_reason_name(*out.finish_reason) : out.error;
+      --left;
+      cv.notify_all();
+    }
+  });
+  std::unique_lock<std::mutex> lk(mu);
+  cv.wait(lk, [&] { return left == 0; });
+  if (stream) {
+    std::fputs("\n", stdout);
+    return;
+  }
+  for (int i = 0; i < p.n; ++i)
+    std::printf("--- sample %d (%s) ---\n%s\n", i, reasons[size_t(i)].c_str(), texts[size_t(i)].c_str());
+}
+
+void run(Options& o) {
+  EngineConfig cfg = engine_config(o.engine);
+  if (o.seed) cfg.seed = *o.seed;
+  SamplingParams p = o.sampling;
+  p.seed = o.seed;
+  p.stop = o.stop;
+  auto engine = Engine::create(cfg);
+  if (!o.input.empty()) {
+    if (o.output.empty()) PL_THROW("--input needs --output");
+    run_generate_batch(*engine, o.input, o.output, p);
+  } else {
+    run_single(*engine, o, p);
+  }
+  engine->shutdown();
 }
 }  // namespace
 
 void add_generate_command(CLI::App& app) {
   auto o = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("generate", "generate text from a prompt (default model: embedded stories260K)");
-  add_model_options(cmd, o->model);
-  cmd->add_option("--prompt,-p", o->prompt, "prompt text");
+  o->sampling.temperature = 0.f;  // greedy unless asked otherwise
+  o->sampling.max_tokens = 200;
+  auto* cmd = app.add_subcommand("generate", "generate text from a prompt or a JSONL batch (default model: embedded stories260K)");
+  add_engine_options(cmd, o->engine);
+  cmd->add_option("--prompt,-p", o->prompt, "prompt text")->capture_default_str();
   cmd->add_option("--prompt-ids", o->prompt_ids, "comma-separated prompt token ids (instead of --prompt)");
-  cmd->add_option("--max-tokens,-n", o->max_tokens, "tokens to generate");
-  cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating after EOS");
+  cmd->add_option("--input", o->input, "JSONL file of prompts: {\"prompt\": ...} or {\"prompt_ids\": [...]} per line, optional sampling fields");
+  cmd->add_option("--output", o->output, "JSONL file of results (with --input)");
+  SamplingParams& s = o->sampling;
+  cmd->add_option("--max-tokens", s.max_tokens, "tokens to generate")->capture_default_str();
+  cmd->add_option("--min-tokens", s.min_tokens, "no EOS / stop tokens before this many tokens");
+  cmd->add_option("--temperature", s.temperature, "0 = greedy (default)")->capture_default_str();
+  cmd->add_option("--top-k", s.top_k, "keep the k most likely tokens (0 = off)");
+  cmd->add_option("--top-p", s.top_p, "nucleus sampling mass");
+  cmd->add_option("--min-p", s.min_p, "drop tokens below min_p x the best probability");
+  cmd->add_option("--repetition-penalty", s.repetition_penalty, "HF-style repetition penalty");
+  cmd->add_option("--presence-penalty", s.presence_penalty, "OpenAI presence penalty");
+  cmd->add_option("--frequency-penalty", s.frequency_penalty, "OpenAI frequency penalty");
+  cmd->add_option("--seed", o->seed, "sampling seed (and dummy-weight seed)");
+  cmd->add_option("--n", s.n, "samples per prompt");
+  cmd->add_option("--stop", o->stop, "stop string (repeatable)");
+  cmd->add_option("--stop-token-ids", s.stop_token_ids, "stop token ids")->delimiter(',');
+  cmd->add_option("--logprobs", s.logprobs, "(with --input) sampled-token logprob and the top N per token in the output lines");
+  cmd->add_flag("--ignore-eos", s.ignore_eos, "keep generating after EOS");
   cmd->callback([o] { run(*o); });
 }
 

@@ -12,5 +12,13 @@ void add_check_logits_command(CLI::App& app);
 void add_ops_command(CLI::App& app);
 void add_info_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+// `bench` with its latency and throughput subcommands (cmd_bench.cpp).
+void add_bench_command(CLI::App& app);
+// `bench serve`, added to the bench parent (implemented with the server).
+void add_bench_serve_subcommand(CLI::App* bench);
+// `serve`: the OpenAI-compatible HTTP server (cmd_serve.cpp).
+void add_serve_command(CLI::App& app);
+// `eval` with its `gsm8k` subcommand, an HTTP client of any OpenAI-compatible server (cmd_eval.cpp).
+void add_eval_command(CLI::App& app);
 
 }  // namespace portllm::cli

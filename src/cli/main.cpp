@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   portllm::cli::add_ops_command(app);
   portllm::cli::add_info_command(app);
   portllm::cli::add_tokenize_command(app);
+  portllm::cli::add_bench_command(app);
+  portllm::cli::add_serve_command(app);
+  portllm::cli::add_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,5 +1,6 @@
 // Element types and their exact conversions. f16/bf16 round to nearest even; f8_e4m3fn follows
-// PyTorch's c10::Float8_e4m3fn (OCP FP8: no infinities, |x| >= 480 and NaN/Inf become NaN).
+// PyTorch's c10::Float8_e4m3fn (OCP FP8: no infinities and no saturation: |x| > 464, Inf and NaN
+// become NaN).
 #pragma once
 #include <cstddef>
 #include <cstdint>

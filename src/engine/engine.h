@@ -117,7 +117,10 @@ class Engine {
   // already finished. Its KV blocks are freed. Unknown ids are ignored.
   virtual void abort(uint64_t request_id) = 0;
   virtual EngineStats stats() const = 0;
-  virtual const tok::Tokenizer& tokenizer() const = 0;
+  virtual const tok::Tokenizer& tokenizer() const = 0;  // throws Error when has_tokenizer() is false
+  // False for a model directory without tokenizer.json (test fixtures): token-id prompts only,
+  // outputs carry no text.
+  virtual bool has_tokenizer() const { return true; }
   virtual const ModelConfig& model_config() const = 0;
   virtual int64_t max_model_len() const = 0;
   // Finishes nothing new, aborts what is in flight, joins the engine thread.

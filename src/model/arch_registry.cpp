@@ -17,6 +17,9 @@ void register_builtin_archs() {
   static std::once_flag once;
   std::call_once(once, [] {
     register_llama_archs();
+    register_qwen3_moe_archs();
+    register_deepseek_archs();
+    register_qwen3_next_archs();
   });
 }
 }  // namespace

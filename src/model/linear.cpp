@@ -31,7 +31,9 @@ Linear Linear::load(WeightLoader& w, const std::string& prefix, int64_t in, int6
       l.block_k = bk;
       l.scale = w.load(prefix + ".weight_scale_inv", {(out + bn - 1) / bn, (in + bk - 1) / bk}, {}, DType::F32);
     } else {
-      l.scale = w.load(prefix + ".weight_scale", {}, {}, DType::F32).reshape({1});
+      // Per-tensor scale: stored as a scalar [] or as [1] depending on the exporter.
+      const std::string sn = prefix + ".weight_scale";
+      l.scale = w.load(sn, w.stored_shape(sn, {}), {}, DType::F32).reshape({1});
     }
   } else {
     l.weight = w.load(prefix + ".weight", {out, in}, shard);

@@ -3,9 +3,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <random>
+#include <algorithm>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace portllm {
 
@@ -40,11 +41,19 @@ WeightLoader::WeightLoader(std::string dir, std::string format, const ModelConfi
 
 bool WeightLoader::has(const std::string& name) const { return dummy_ || ckpt_->has(name); }
 
+std::vector<int64_t> WeightLoader::stored_shape(const std::string& name, const std::vector<int64_t>& dummy_shape) const {
+  if (dummy_ || !ckpt_->has(name)) return dummy_shape;
+  return ckpt_->entry(name).shape;
+}
+
 bool WeightLoader::is_fp8_linear(const std::string& prefix) const {
   if (!dummy_) return ckpt_->has(prefix + ".weight") && ckpt_->entry(prefix + ".weight").dtype == DType::F8E4M3;
   if (cfg_->quant.method != "fp8") return false;
+  // Entries name modules ("lm_head", "model.layers.0.mlp.gate", "mlp.gate"): match whole
+  // dot-separated components, so "model.layers.1.mlp.gate" does not exclude layer 10 or gate_proj.
+  const std::string dotted = "." + prefix + ".";
   for (auto& m : cfg_->quant.modules_to_not_convert)
-    if (prefix.find(m) != std::string::npos) return false;
+    if (!m.empty() && dotted.find("." + m + ".") != std::string::npos) return false;
   return true;
 }
 
@@ -56,27 +65,34 @@ DType WeightLoader::stored_dtype(const std::string& name) const {
 Tensor WeightLoader::dummy_tensor(const std::string& name, const std::vector<int64_t>& shape, DType dtype) const {
   int64_t n = 1;
   for (auto d : shape) n *= d;
-  std::mt19937_64 rng(seed_ ^ fnv1a(name));
-  std::vector<float> vals(static_cast<size_t>(n));
   const bool is_norm = shape.size() == 1 && name.find("norm") != std::string::npos;
   const bool is_scale = ends_with(name, "scale_inv") || ends_with(name, "weight_scale");
   const float fan_in = shape.empty() ? 1.f : float(shape.back());
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  for (auto& v : vals) {
-    if (is_scale) v = 1.f / (448.f * std::sqrt(fan_in)) * (1.f + 0.1f * u(rng));
-    else if (is_norm) v = 1.f + 0.05f * u(rng);
-    else if (dtype == DType::F8E4M3) v = 448.f * u(rng);
-    else v = u(rng) / std::sqrt(fan_in);
-  }
-  auto host = device_->kind() == DeviceKind::CPU ? device_->empty(dtype, shape)
-                                                 : Tensor();
-  std::shared_ptr<void> buf;
-  if (!host.defined()) {
-    buf = std::shared_ptr<void>(::operator new(size_t(n) * dtype_size(dtype)), [](void* p) { ::operator delete(p); });
-    host = Tensor::view_of(buf.get(), dtype, shape, DeviceKind::CPU, 0, buf);
-  }
-  convert_from_f32(dtype, vals.data(), host.data, size_t(n));
-  return host;
+  const uint64_t seed = seed_ ^ fnv1a(name);
+  std::shared_ptr<void> buf(::operator new(std::max<size_t>(1, size_t(n) * dtype_size(dtype))),
+                            [](void* p) { ::operator delete(p); });
+  // Counter-based random numbers (splitmix64 of seed + index): the same tensor whatever the
+  // thread count, and fast enough for multi-GB embeddings.
+  ThreadPool::global().parallel_for(n, [&](int64_t b, int64_t e, int) {
+    constexpr int64_t kChunk = 4096;
+    float vals[kChunk];
+    for (int64_t c = b; c < e; c += kChunk) {
+      const int64_t m = std::min(kChunk, e - c);
+      for (int64_t i = 0; i < m; ++i) {
+        uint64_t z = seed + uint64_t(c + i) * 0x9E3779B97F4A7C15ull;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        const float u = float(z >> 40) * 0x1.0p-23f - 1.f;  // uniform in [-1, 1)
+        if (is_scale) vals[i] = 1.f / (448.f * std::sqrt(fan_in)) * (1.f + 0.1f * u);
+        else if (is_norm) vals[i] = 1.f + 0.05f * u;
+        else if (dtype == DType::F8E4M3) vals[i] = 448.f * u;
+        else vals[i] = u / std::sqrt(fan_in);
+      }
+      convert_from_f32(dtype, vals, static_cast<char*>(buf.get()) + c * int64_t(dtype_size(dtype)), size_t(m));
+    }
+  }, 1 << 16);
+  return Tensor::view_of(buf.get(), dtype, shape, DeviceKind::CPU, 0, buf);
 }
 
 Tensor WeightLoader::load_host(const std::string& name, const std::vector<int64_t>& shape,

@@ -35,6 +35,9 @@ class WeightLoader {
   bool is_dummy() const { return dummy_; }
 
   bool has(const std::string& name) const;
+  // The shape a tensor has in the checkpoint (dummy or missing: dummy_shape). For tensors whose
+  // stored shape varies between exporters, e.g. a per-tensor fp8 scale stored as [] or [1].
+  std::vector<int64_t> stored_shape(const std::string& name, const std::vector<int64_t>& dummy_shape) const;
   // The dtype a tensor has in the checkpoint (dummy: the config dtype, or f8_e4m3 for the
   // weights of an fp8-quantized linear layer).
   DType stored_dtype(const std::string& name) const;

@@ -96,6 +96,7 @@ void Scheduler::preempt(Request& r, std::vector<Planned>& plan, int& budget,
   r.num_computed_tokens = 0;
   r.status = RequestStatus::PREEMPTED;
   ++r.num_preemptions;
+  ++num_preemptions_;
   std::shared_ptr<Request> self = requests_.at(r.id);
   remove_from(running_, r.id);
   waiting_.push_front(std::move(self));  // successive victims: older ones end up in front

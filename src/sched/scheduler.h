@@ -59,6 +59,7 @@ class Scheduler {
   const KvCacheManager& kv() const { return kv_; }
   const StateSlotPool& state_slots() const { return slots_; }
   const SchedulerConfig& config() const { return cfg_; }
+  int64_t num_preemptions_total() const { return num_preemptions_; }  // for /metrics
   void reset_prefix_cache() { kv_.reset_prefix_cache(); }
 
  private:
@@ -83,6 +84,7 @@ class Scheduler {
   std::vector<std::pair<RequestId, RequestStatus>> deferred_finishes_;
   bool in_flight_ = false;
   uint64_t next_arrival_ = 0;
+  int64_t num_preemptions_ = 0;
 };
 
 }  // namespace portllm

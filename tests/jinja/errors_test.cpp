@@ -68,6 +68,14 @@ TEST(RuntimeErrors, NameTheLine) {
   EXPECT_EQ(render_error("{% set x = 1 %}{% set x.y = 2 %}"), "test:1: cannot assign attribute 'y' on 'x': not a namespace()");
 }
 
+TEST(RuntimeErrors, LimitsInsteadOfCrashes) {
+  // Python would print a big int; 64-bit overflow is reported instead of wrapping.
+  EXPECT_EQ(render_error("{{ 2 ** 64 }}"), "test:1: integer overflow (result exceeds 64 bits)");
+  EXPECT_EQ(render("{{ 2 ** 62 }}"), "4611686018427387904");
+  EXPECT_EQ(render_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
+            "test:1: macro 'f': maximum recursion depth exceeded");
+}
+
 TEST(RuntimeErrors, RaiseExceptionCarriesTemplateMessage) {
   EXPECT_EQ(render_error("{% if messages | length == 0 %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}",
                          R"({"messages": []})"),

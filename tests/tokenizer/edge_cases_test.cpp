@@ -110,6 +110,21 @@ TEST(AddedTokens, NonSpecialAddedTokenMatchedAndKeptBySkipSpecial) {
   EXPECT_EQ(qwen.decode(ids, true), "<think>\nx</think>");
 }
 
+TEST(AddedTokens, NormalizedNonSpecialTokensOfDeepSeek) {
+  // DeepSeek-V3's <｜User｜>/<｜Assistant｜> are added with normalized=true and special=false: they
+  // are matched after normalization and survive skip_special_tokens.
+  const auto& ds = load("deepseek_v3");
+  const auto user = *ds.token_to_id("<｜User｜>");
+  const auto asst = *ds.token_to_id("<｜Assistant｜>");
+  EXPECT_FALSE(ds.is_special(user));
+  const auto ids = ds.encode("<｜User｜>hi<｜Assistant｜>", false);
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(ids[0], user);
+  EXPECT_EQ(ids[2], asst);
+  EXPECT_EQ(ids[1], ds.encode("hi", false)[0]);
+  EXPECT_EQ(ds.decode(ids, true), "<｜User｜>hi<｜Assistant｜>");
+}
+
 TEST(AddedTokens, LongestMatchFirst) {
   // "<|im_start|>" must win over any shorter token that is a prefix of it.
   const auto& qwen = load("qwen3");

@@ -8,5 +8,9 @@ void register_cpu_kernels();
 void register_matmul_kernels();
 void register_attention_kernels();
 void register_pointwise_kernels();
+void register_moe_kernels();         // moe_cpu.cpp
+void register_mla_kernels();         // mla_cpu.cpp
+void register_matmul_fp8_kernels();  // matmul_fp8_cpu.cpp
+void register_hybrid_kernels();  // hybrid_cpu.cpp
 
 }  // namespace portllm::cpu

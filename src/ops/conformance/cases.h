@@ -9,5 +9,8 @@ namespace portllm::conformance {
 void register_basic_cases();
 void register_matmul_cases();
 void register_attention_cases();
+void register_hybrid_cases();  // cases_hybrid.cpp
+void register_moe_cases();     // cases_moe.cpp
+void register_mla_cases();     // cases_mla.cpp
 
 }  // namespace portllm::conformance

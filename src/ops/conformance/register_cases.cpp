@@ -10,6 +10,9 @@ void register_builtin_case_generators() {
     register_basic_cases();
     register_matmul_cases();
     register_attention_cases();
+    register_hybrid_cases();
+    register_moe_cases();
+    register_mla_cases();
   });
 }
 

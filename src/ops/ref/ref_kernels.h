@@ -11,5 +11,8 @@ void register_elementwise_ref();
 void register_norm_ref();
 void register_matmul_ref();
 void register_attention_ref();
+void register_moe_ref();  // moe_ref.cpp: MoE routing, permute, grouped GEMM, combine
+void register_mla_ref();  // mla_ref.cpp: absorbed MLA attention
+void register_hybrid_ref();  // hybrid_ref.cpp: conv1d, gated delta rule, gated norm, sigmoid gate
 
 }  // namespace portllm::ref

@@ -7,6 +7,9 @@ void register_reference_kernels() {
   register_norm_ref();
   register_matmul_ref();
   register_attention_ref();
+  register_hybrid_ref();
+  register_moe_ref();
+  register_mla_ref();
 }
 
 }  // namespace portllm::ref

@@ -1,6 +1,7 @@
 // jinja2's builtin filters (with HF's tojson override: json.dumps, ensure_ascii=False).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "tokenizer/jinja/builtins.h"
@@ -25,7 +26,8 @@ Value attr_path(const Value& v, const std::string& path) {
     size_t e = path.find('.', b);
     std::string part = path.substr(b, e == std::string::npos ? std::string::npos : e - b);
     bool digits = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
-    cur = digits ? get_item(cur, Value(static_cast<int64_t>(std::stoll(part)))) : get_item(cur, Value(part));
+    cur = digits ? get_item(cur, Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))))
+                 : get_item(cur, Value(part));
     if (e == std::string::npos) return cur;
     b = e + 1;
   }

@@ -185,6 +185,12 @@ class Renderer {
     c->name = m->name;
     std::weak_ptr<Frame> weak = defined_in;
     c->fn = [this, m, weak](const Args& args) -> Value {
+      // Python stops runaway recursion with RecursionError; we stop before the C++ stack does.
+      struct DepthGuard {
+        int& d;
+        ~DepthGuard() { --d; }
+      } depth_guard{++call_depth_};
+      if (call_depth_ > kMaxCallDepth) throw TypeError("macro '" + m->name + "': maximum recursion depth exceeded");
       FramePtr scope = weak.lock();
       auto f = child_of(scope ? scope : frame);
       ScopeGuard g(*this, f);
@@ -332,8 +338,10 @@ class Renderer {
     return Value();
   }
 
+  static constexpr int kMaxCallDepth = 200;
   const std::string& name_;
   Value body_value_;
+  int call_depth_ = 0;
 };
 
 }  // namespace
@@ -351,6 +359,10 @@ std::string Template::render(const std::vector<std::pair<std::string, Value>>& v
     r.exec(body_, out);
   } catch (const TemplateRaise& e) {
     throw ::portllm::Error(e.what());
+  } catch (const ::portllm::Error&) {
+    throw;
+  } catch (const std::exception& e) {  // a library exception that escaped a builtin
+    PL_THROW("{}: {}", name_, e.what());
   }
   return out;
 }

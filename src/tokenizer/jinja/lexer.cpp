@@ -1,5 +1,6 @@
 #include "tokenizer/jinja/lexer.h"
 
+#include <cctype>
 #include <cstring>
 
 #include "core/error.h"
@@ -253,6 +254,8 @@ class Lexer {
     std::string v;
     auto hexval = [&](size_t at, size_t n) -> long {
       if (at + n > s_.size()) fail("truncated escape in string literal");
+      for (size_t k = at; k < at + n; ++k)
+        if (!std::isxdigit(static_cast<unsigned char>(s_[k]))) fail("invalid escape in string literal");
       return std::stol(s_.substr(at, n), nullptr, 16);
     };
     while (true) {

@@ -16,7 +16,28 @@ bool both_int(const Value& a, const Value& b) {
   return (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool());
 }
 
+// Python ints are unbounded; ours are 64-bit, so overflow is an error rather than a wrap.
+[[noreturn]] void overflow() { throw TypeError("integer overflow (result exceeds 64 bits)"); }
+int64_t add_checked(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) overflow();
+  return r;
+}
+int64_t sub_checked(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) overflow();
+  return r;
+}
+int64_t mul_checked(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) overflow();
+  return r;
+}
+
 Value repeat(const Value& seq, int64_t n) {
+  size_t unit = seq.is_string() ? seq.s.size() : seq.list->size();
+  if (n > 0 && unit > 0 && static_cast<uint64_t>(n) > (size_t{1} << 28) / unit)
+    throw TypeError("sequence repetition result too large");
   if (seq.is_string()) {
     std::string out;
     for (int64_t k = 0; k < n; ++k) out += seq.s;
@@ -38,7 +59,7 @@ int64_t floordiv(int64_t a, int64_t b) {
 Value binary_op(std::string_view op, const Value& a, const Value& b) {
   if (op == "~") return Value(a.str() + b.str());
   if (op == "+") {
-    if (both_int(a, b)) return Value(a.as_int() + b.as_int());
+    if (both_int(a, b)) return Value(add_checked(a.as_int(), b.as_int()));
     if (a.is_number() && b.is_number()) return Value(a.as_double() + b.as_double());
     if (a.is_string() && b.is_string()) return Value(a.s + b.s);
     if (a.is_list() && b.is_list()) {
@@ -49,12 +70,12 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
     unsupported(op, a, b);
   }
   if (op == "-") {
-    if (both_int(a, b)) return Value(a.as_int() - b.as_int());
+    if (both_int(a, b)) return Value(sub_checked(a.as_int(), b.as_int()));
     if (a.is_number() && b.is_number()) return Value(a.as_double() - b.as_double());
     unsupported(op, a, b);
   }
   if (op == "*") {
-    if (both_int(a, b)) return Value(a.as_int() * b.as_int());
+    if (both_int(a, b)) return Value(mul_checked(a.as_int(), b.as_int()));
     if (a.is_number() && b.is_number()) return Value(a.as_double() * b.as_double());
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
@@ -82,7 +103,10 @@ Value binary_op(std::string_view op, const Value& a, const Value& b) {
     if (!a.is_number() || !b.is_number()) unsupported(op, a, b);
     if (both_int(a, b) && b.as_int() >= 0) {
       int64_t r = 1, base = a.as_int();
-      for (int64_t e = b.as_int(); e > 0; --e) r *= base;
+      for (int64_t e = b.as_int(); e > 0; e >>= 1) {  // square-and-multiply
+        if (e & 1) r = mul_checked(r, base);
+        if (e > 1) base = mul_checked(base, base);
+      }
       return Value(r);
     }
     return Value(std::pow(a.as_double(), b.as_double()));

@@ -1,6 +1,7 @@
 #include "tokenizer/jinja/strings.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "tokenizer/jinja/utf8.h"
 
@@ -157,7 +158,7 @@ std::string format(const std::string& fmt, const Args& args) {
     if (field.empty()) {
       if (auto_idx < args.pos.size()) v = &args.pos[auto_idx++];
     } else if (field.find_first_not_of("0123456789") == std::string::npos) {
-      size_t idx = std::stoul(field);
+      size_t idx = std::strtoul(field.c_str(), nullptr, 10);
       if (idx < args.pos.size()) v = &args.pos[idx];
     } else {
       v = args.kwarg(field);

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# GPU check for the CUDA backend, run on a machine with a GPU:
+#   scripts/gpu-check.sh [BIN_DIR] [STAGE...]
+# BIN_DIR holds a prebuilt `portllm` (and optionally `gpu_probe` and `libs.tar.xz`, the non-CUDA
+# shared libraries the binary needs, for machines without the Debian -dev packages). Without it the
+# script builds with CMake (needs the project's dependencies installed). STAGEs: smi probe ops
+# logits bench (default: all). Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
+set -u
+OUT=${OUT:-/tmp/gpu-check}
+mkdir -p "$OUT"
+BIN=${1:-}
+shift || true
+STAGES=${*:-smi probe ops logits bench}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+if [ -z "$BIN" ] || [ ! -x "$BIN/portllm" ]; then
+  cmake -S . -B build-gpu -G Ninja -DPORTLLM_GPU=cuda >"$OUT/build.log" 2>&1 &&
+    cmake --build build-gpu --target portllm -j"$(nproc)" >>"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+  BIN=build-gpu
+fi
+if [ -f "$BIN/libs.tar.xz" ]; then
+  mkdir -p /tmp/pl-libs && tar xJf "$BIN/libs.tar.xz" -C /tmp/pl-libs
+  export LD_LIBRARY_PATH=/tmp/pl-libs:${LD_LIBRARY_PATH:-}
+fi
+# cuBLAS from the toolkit, or from the nvidia-cublas wheel.
+for d in /usr/local/cuda/lib64 $(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null); do
+  [ -e "$d/libcublas.so.13" ] && export LD_LIBRARY_PATH=$d:${LD_LIBRARY_PATH:-}
+done
+PL="$BIN/portllm"
+if ldd "$PL" | grep -q "not found"; then echo "missing shared libraries:"; ldd "$PL" | grep "not found"; exit 1; fi
+
+declare -a ROWS
+row() { ROWS+=("$(printf '%-44s %s' "$1" "$2")"); }
+has() { [[ " $STAGES " == *" $1 "* ]]; }
+
+if has smi; then nvidia-smi 2>&1 | tee "$OUT/nvidia-smi.log" | head -15; fi
+
+BW=0; TF=0
+if has probe && [ -x "$BIN/gpu_probe" ]; then
+  "$BIN/gpu_probe" 2>&1 | tee "$OUT/probe.log"
+  BW=$(awk '/copy_bandwidth_GBps/{print $2}' "$OUT/probe.log")
+  TF=$(awk '/bf16_gemm_TFLOPs M=8192/{print $NF}' "$OUT/probe.log")
+  row "copy bandwidth (read+write)" "${BW} GB/s"
+  row "bf16 GEMM 8192^3 (cuBLAS)" "${TF} TFLOP/s"
+fi
+
+if has ops; then
+  timeout 300 "$PL" ops test -b cuda >"$OUT/ops-test.log" 2>&1
+  rc=$?
+  sed -n '/^op kernel/,$p' "$OUT/ops-test.log"
+  grep '^FAIL' "$OUT/ops-test.log" | head -20
+  row "ops test -b cuda" "$(tail -1 "$OUT/ops-test.log") (rc=$rc)"
+fi
+
+if has logits; then
+  for m in models/stories260K tests/data/models/llama3-tiny tests/data/models/qwen2-tiny tests/data/models/qwen3-tiny; do
+    for kv in bf16 f32; do
+      log="$OUT/logits-$(basename $m)-$kv.log"
+      timeout 120 "$PL" check-logits --device cuda --tol 3e-2 --kv-dtype $kv --model $m --reference $m/reference.safetensors >"$log" 2>&1
+      rc=$?
+      row "check-logits $(basename $m) kv=$kv" "$(grep -h max_abs_diff "$log" | tr -d '\n') rc=$rc"
+      [ $rc -ne 0 ] && tail -3 "$log"
+    done
+  done
+  timeout 120 "$PL" check-logits --device cuda --tol 3e-2 --kv-dtype bf16 --chunk-size 5 --model tests/data/models/qwen3-tiny \
+    --reference tests/data/models/qwen3-tiny/reference.safetensors >"$OUT/logits-chunked.log" 2>&1
+  row "check-logits qwen3-tiny chunk=5" "$(grep -h max_abs_diff "$OUT/logits-chunked.log" | tr -d '\n') rc=$?"
+fi
+
+if has bench; then
+  B="$OUT/bench.log"
+  : >"$B"
+  lat() {  # name model batch in out
+    local name=$1 model=$2 bs=$3 inl=$4 outl=$5
+    echo "== $name" >>"$B"
+    timeout 240 "$PL" bench latency --device cuda --load-format dummy --model "$model" --batch-size "$bs" --input-len "$inl" \
+      --output-len "$outl" --num-iters 2 --num-iters-warmup 1 --max-model-len 8192 --kv-dtype bf16 >>"$B" 2>&1
+    local rc=$?
+    local tps ttft tpot
+    tps=$(tail -20 "$B" | awk '/output tok\/s/{print $3}' | tail -1)
+    ttft=$(tail -20 "$B" | awk '/^TTFT/{print $3}' | tail -1)
+    tpot=$(tail -20 "$B" | awk '/^TPOT/{print $3}' | tail -1)
+    row "$name" "tok/s=${tps:-?} TTFT=${ttft:-?}ms TPOT=${tpot:-?}ms rc=$rc"
+  }
+  lat "Qwen3-8B bs1 in32 out128" tests/data/configs/Qwen3-8B 1 32 128
+  lat "Qwen3-0.6B bs1 in32 out128" tests/data/configs/Qwen3-0.6B 1 32 128
+  lat "Llama-3.1-8B bs1 in32 out128" tests/data/configs/Meta-Llama-3.1-8B_base 1 32 128
+  lat "Qwen3-8B prefill 4096 (TTFT)" tests/data/configs/Qwen3-8B 1 4096 1
+  lat "Qwen3-8B bs8 in32 out128" tests/data/configs/Qwen3-8B 8 32 128
+  tail -40 "$B"
+fi
+
+echo
+echo "==================== gpu-check summary ===================="
+for r in "${ROWS[@]}"; do echo "$r"; done

@@ -1,0 +1,196 @@
+// MoE op cases: routers over 8..256 experts with top-k 1..8 and 1..512 tokens (softmax;
+// grouped softmax / biased sigmoid with 1..8 groups), permutation with dense and aligned
+// segments, grouped GEMMs with empty experts, odd sizes and fp8 block / per-tensor scales, and
+// the weighted combine with and without shared-expert input. Sizes stay small enough that the
+// scalar reference runs the whole sweep in seconds.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "ops/conformance/cases.h"
+#include "ops/op_args_moe.h"
+
+namespace portllm::conformance {
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// k distinct experts per token (what a router produces).
+std::vector<int32_t> random_topk(CaseRng& r, int T, int E, int k) {
+  std::vector<int32_t> ids;
+  std::vector<int32_t> perm(static_cast<size_t>(E));
+  for (int t = 0; t < T; ++t) {
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int j = 0; j < k; ++j) std::swap(perm[size_t(j)], perm[size_t(r.integer(j, E - 1))]);
+    ids.insert(ids.end(), perm.begin(), perm.begin() + k);
+  }
+  return ids;
+}
+
+struct RouteShape {
+  int T, E, k;
+  bool renorm;
+  float scale;
+  int groups, topk_groups;
+  MoeScoring scoring;
+  MoeGroupScore gs;
+  bool bias;
+};
+
+OpCase route_case(const RouteShape& s, Op op) {
+  CaseRng r(uint64_t(s.T * 131 + s.E * 7 + s.k + s.groups * 1000 + int(s.scoring) * 17));
+  OpCase c;
+  c.op = op;
+  c.name = fmt::format("T={} E={} k={} renorm={} scale={} groups={}/{} {} {}{}", s.T, s.E, s.k, s.renorm, s.scale,
+                       s.topk_groups, s.groups, s.scoring == MoeScoring::Sigmoid ? "sigmoid" : "softmax",
+                       s.gs == MoeGroupScore::Top2Sum ? "top2sum" : "max", s.bias ? " bias" : "");
+  c.tensors = {CaseRng::filled(DType::I32, {s.T, s.k}, -1), CaseRng::filled(DType::F32, {s.T, s.k}, kNaN),
+               r.tensor(DType::F32, {s.T, s.E}, -4, 4), s.bias ? r.tensor(DType::F32, {s.E}, -0.5, 0.5) : Tensor()};
+  c.outputs = {0, 1};
+  c.tol = 1e-6;  // expert choice must match exactly; weights are computed in double by both
+  c.invoke = [s, op](const std::vector<Tensor>& t, const ArgsSink& sink) {
+    MoeRouteArgs a;
+    a.topk_ids = t[0];
+    a.topk_weights = t[1];
+    a.logits = t[2];
+    a.bias = t[3];
+    a.top_k = s.k;
+    a.renormalize = s.renorm;
+    a.scale = s.scale;
+    a.scoring = s.scoring;
+    a.group_score = s.gs;
+    a.n_group = s.groups;
+    a.topk_group = s.topk_groups;
+    sink(a.desc(op), &a);
+  };
+  return c;
+}
+
+std::vector<OpCase> route_softmax_cases(DType act) {
+  if (act != DType::F32) return {};  // router logits are f32 on every backend
+  std::vector<OpCase> v;
+  const auto S = MoeScoring::Softmax;
+  const auto M = MoeGroupScore::Max;
+  for (RouteShape s : {RouteShape{1, 8, 1, false, 1.f, 1, 1, S, M, false}, {7, 8, 2, true, 1.f, 1, 1, S, M, false},
+                       {64, 64, 6, false, 1.f, 1, 1, S, M, false}, {512, 128, 8, true, 1.f, 1, 1, S, M, false},
+                       {33, 256, 8, true, 2.5f, 1, 1, S, M, false}, {5, 60, 4, false, 16.f, 1, 1, S, M, false}})
+    v.push_back(route_case(s, Op::MOE_ROUTE_SOFTMAX));
+  return v;
+}
+
+std::vector<OpCase> route_grouped_cases(DType act) {
+  if (act != DType::F32) return {};
+  std::vector<OpCase> v;
+  const auto Sg = MoeScoring::Sigmoid, Sm = MoeScoring::Softmax;
+  const auto T2 = MoeGroupScore::Top2Sum, Mx = MoeGroupScore::Max;
+  for (RouteShape s : {RouteShape{5, 16, 4, true, 2.5f, 4, 2, Sg, T2, true}, {64, 256, 8, true, 2.5f, 8, 4, Sg, T2, true},
+                       {512, 64, 8, true, 1.f, 1, 1, Sg, T2, true}, {17, 64, 6, false, 1.f, 8, 3, Sm, Mx, false},
+                       {3, 8, 2, false, 1.f, 2, 1, Sm, Mx, false}, {9, 160, 6, false, 16.f, 8, 3, Sm, Mx, false},
+                       {1, 8, 1, true, 1.f, 8, 1, Sg, T2, true}, {31, 32, 8, true, 1.f, 4, 4, Sg, T2, false}})
+    v.push_back(route_case(s, Op::MOE_ROUTE_GROUPED));
+  return v;
+}
+
+std::vector<OpCase> permute_cases(DType act) {
+  std::vector<OpCase> v;
+  for (auto [T, E, k, H, align] : {std::tuple{1, 8, 1, 16, 1}, {7, 8, 2, 13, 1}, {64, 64, 6, 32, 1}, {512, 128, 8, 8, 1},
+                                   {33, 256, 8, 5, 1}, {13, 16, 4, 24, 4}, {100, 32, 2, 16, 16}}) {
+    CaseRng r(uint64_t(T * 7 + E + k * 3 + H + align));
+    const int R = T * k + E * (align - 1);
+    OpCase c;
+    c.op = Op::MOE_PERMUTE;
+    c.name = fmt::format("T={} E={} k={} H={} align={}", T, E, k, H, align);
+    c.tensors = {CaseRng::filled(act, {R, H}, kNaN), CaseRng::filled(DType::I32, {R}, -7),
+                 CaseRng::filled(DType::I32, {T, k}, -7), CaseRng::filled(DType::I32, {E + 1}, -7),
+                 r.tensor(act, {T, H}), r.ints(random_topk(r, T, E, k), {T, k})};
+    c.outputs = {0, 1, 2, 3};
+    c.tol = 0;  // a pure data movement
+    const int num_e = E, al = align;
+    c.invoke = [num_e, al](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      MoePermuteArgs a{t[0], t[1], t[2], t[3], t[4], t[5], num_e, al};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+struct GemmShape { int E, R, N, K; DType wt; int block; };  // block 0 = per-tensor (fp8)
+
+std::vector<OpCase> gemm_cases(DType act) {
+  std::vector<OpCase> v;
+  const DType F8 = DType::F8E4M3;
+  std::vector<GemmShape> shapes = {{8, 20, 48, 64, DType::F32, 0},   {8, 20, 48, 64, DType::BF16, 0},
+                                   {64, 40, 32, 24, DType::BF16, 0}, {256, 300, 16, 32, DType::BF16, 0},
+                                   {4, 64, 96, 128, DType::F16, 0},  {3, 3, 13, 7, DType::BF16, 0},
+                                   {16, 512, 8, 16, DType::BF16, 0}, {4, 30, 256, 256, F8, 128},
+                                   {3, 9, 200, 130, F8, 128},        {8, 5, 64, 96, F8, 0}};
+  for (const GemmShape& s : shapes) {
+    if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
+    CaseRng r(uint64_t(s.E * 31 + s.R * 7 + s.N + s.K + int(s.wt)));
+    // Random segment sizes summing to R, with some experts empty.
+    std::vector<int32_t> off(static_cast<size_t>(s.E + 1), 0);
+    std::vector<int> cnt(static_cast<size_t>(s.E), 0);
+    for (int i = 0; i < s.R; ++i) cnt[size_t(r.integer(0, std::max(0, s.E - 1 - (s.E > 4 ? s.E / 4 : 0))))]++;
+    for (int e = 0; e < s.E; ++e) off[size_t(e + 1)] = off[size_t(e)] + cnt[size_t(e)];
+    const double wscale = 1.0 / std::sqrt(double(s.K));
+    const bool fp8 = s.wt == F8;
+    const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
+    OpCase c;
+    c.op = Op::MOE_GEMM;
+    c.name = fmt::format("E={} R={} N={} K={} w={}{}", s.E, s.R, s.N, s.K, dtype_name(s.wt),
+                         fp8 ? (s.block ? " block128" : " per-tensor") : "");
+    c.tensors = {CaseRng::filled(act, {s.R, s.N}, kNaN), r.tensor(act, {s.R, s.K}),
+                 fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -448, 448) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
+                 fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / 448, 1.5 * wscale / 448)
+                     : Tensor(),
+                 r.ints(off, {s.E + 1})};
+    c.outputs = {0};
+    c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
+    if (fp8) c.tol = 2e-2;  // as MATMUL_FP8_BLOCK: kernels may quantize activations
+    c.invoke = [bn, bk](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      MoeGemmArgs a{t[0], t[1], t[2], t[3], t[4], bn, bk};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+std::vector<OpCase> combine_cases(DType act) {
+  std::vector<OpCase> v;
+  for (auto [T, k, H, shared] : {std::tuple{1, 1, 16, false}, {7, 2, 13, true}, {64, 8, 32, false}, {512, 8, 16, true},
+                                 {5, 6, 2048, true}}) {
+    CaseRng r(uint64_t(T * 5 + k * 11 + H + shared));
+    const int R = T * k + 3;  // a few rows nobody reads (alignment padding)
+    std::vector<int32_t> rows(static_cast<size_t>(R));
+    std::iota(rows.begin(), rows.end(), 0);
+    for (int i = R - 1; i > 0; --i) std::swap(rows[size_t(i)], rows[size_t(r.integer(0, i))]);
+    rows.resize(size_t(T * k));
+    OpCase c;
+    c.op = Op::MOE_COMBINE;
+    c.name = fmt::format("T={} k={} H={}{}", T, k, H, shared ? " shared" : "");
+    c.tensors = {CaseRng::filled(act, {T, H}, kNaN), r.tensor(act, {R, H}), r.ints(rows, {T, k}),
+                 r.tensor(DType::F32, {T, k}, 0, 1), shared ? r.tensor(act, {T, H}) : Tensor()};
+    c.outputs = {0};
+    c.tol = default_tolerance(act);
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      MoeCombineArgs a{t[0], t[1], t[2], t[3], t[4]};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+}  // namespace
+
+void register_moe_cases() {
+  register_case_generator(Op::MOE_ROUTE_SOFTMAX, route_softmax_cases);
+  register_case_generator(Op::MOE_ROUTE_GROUPED, route_grouped_cases);
+  register_case_generator(Op::MOE_PERMUTE, permute_cases);
+  register_case_generator(Op::MOE_GEMM, gemm_cases);
+  register_case_generator(Op::MOE_COMBINE, combine_cases);
+}
+
+}  // namespace portllm::conformance

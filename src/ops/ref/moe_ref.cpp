@@ -1,0 +1,109 @@
+// Reference MoE kernels: routing (softmax / grouped / biased sigmoid), permutation by expert,
+// grouped GEMM (float or fp8 block-scaled weights) and the weighted combine. Double math,
+// scalar loops; the oracle for every backend's MoE kernels.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ops/op_args_moe.h"
+#include "ops/ref/moe_route_math.h"
+#include "ops/ref/ref_kernels.h"
+#include "ops/ref/ref_util.h"
+#include "ops/registry.h"
+
+namespace portllm::ref {
+
+namespace {
+constexpr int P = KernelInfo::kReferencePriority;
+
+// Element (i, j) of a 2-D i32 tensor.
+int64_t id2(const Tensor& t, int64_t i, int64_t j) {
+  return static_cast<const int32_t*>(t.data)[i * t.strides[0] + j * t.strides[1]];
+}
+
+void route(const MoeRouteArgs& a, Stream&) {
+  const int64_t T = a.logits.size(0), E = a.logits.size(1);
+  std::vector<double> logits(static_cast<size_t>(E)), bias;
+  if (a.bias.defined()) {
+    bias.resize(size_t(E));
+    for (int64_t e = 0; e < E; ++e) bias[size_t(e)] = load(a.bias.dtype, a.bias.data, e);
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(a.top_k));
+  std::vector<float> w(static_cast<size_t>(a.top_k));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t e = 0; e < E; ++e) logits[size_t(e)] = at(a.logits, t, e);
+    moe_route_row(a, logits.data(), bias.empty() ? nullptr : bias.data(), E, ids.data(), w.data());
+    for (int j = 0; j < a.top_k; ++j) {
+      static_cast<int32_t*>(a.topk_ids.data)[t * a.topk_ids.strides[0] + j] = ids[size_t(j)];
+      put(a.topk_weights, t, j, w[size_t(j)]);
+    }
+  }
+}
+
+void permute(const MoePermuteArgs& a, Stream&) {
+  const int64_t T = a.topk_ids.size(0), k = a.topk_ids.size(1), H = a.x.size(1), R = a.x_sorted.size(0);
+  const int64_t E = a.num_experts, align = std::max(1, a.align);
+  std::vector<int64_t> count(static_cast<size_t>(E), 0);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j) count[size_t(id2(a.topk_ids, t, j))]++;
+  std::vector<int64_t> off(static_cast<size_t>(E + 1), 0);
+  for (int64_t e = 0; e < E; ++e) off[size_t(e + 1)] = off[size_t(e)] + (count[size_t(e)] + align - 1) / align * align;
+  auto* sorted = static_cast<int32_t*>(a.sorted_token.data);
+  for (int64_t r = 0; r < R; ++r) {
+    sorted[r] = -1;
+    for (int64_t h = 0; h < H; ++h) put(a.x_sorted, r, h, 0.0);
+  }
+  std::vector<int64_t> fill(off.begin(), off.end() - 1);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = id2(a.topk_ids, t, j), r = fill[size_t(e)]++;
+      sorted[r] = int32_t(t);
+      static_cast<int32_t*>(a.dst_row.data)[t * a.dst_row.strides[0] + j] = int32_t(r);
+      for (int64_t h = 0; h < H; ++h) put(a.x_sorted, r, h, at(a.x, t, h));
+    }
+  for (int64_t e = 0; e <= E; ++e) static_cast<int32_t*>(a.expert_offsets.data)[e] = int32_t(off[size_t(e)]);
+}
+
+void gemm(const MoeGemmArgs& a, Stream&) {
+  const int64_t E = a.w.size(0), N = a.w.size(1), K = a.w.size(2);
+  const bool fp8 = a.w.dtype == DType::F8E4M3;
+  const int64_t SN = fp8 ? a.w_scale.size(1) : 0, SK = fp8 ? a.w_scale.size(2) : 0;
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t r0 = idx(a.expert_offsets, e), r1 = idx(a.expert_offsets, e + 1);
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t kk = 0; kk < K; ++kk) {
+          double w = load(a.w.dtype, a.w.data, (e * N + n) * K + kk);
+          if (fp8) w *= load(DType::F32, a.w_scale.data, (e * SN + n / a.block_n) * SK + kk / a.block_k);
+          acc += at(a.x, r, kk) * w;
+        }
+        put(a.out, r, n, acc);
+      }
+  }
+}
+
+void combine(const MoeCombineArgs& a, Stream&) {
+  const int64_t T = a.dst_row.size(0), k = a.dst_row.size(1), H = a.y.size(1);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t h = 0; h < H; ++h) {
+      double acc = a.shared.defined() ? at(a.shared, t, h) : 0.0;
+      for (int64_t j = 0; j < k; ++j)
+        acc += at(a.weights, t, j) * at(a.y, id2(a.dst_row, t, j), h);
+      put(a.out, t, h, acc);
+    }
+}
+}  // namespace
+
+void register_moe_ref() {
+  auto any = [](const OpDesc&, const DeviceCaps&) { return true; };
+  const auto C = DeviceKind::CPU;
+  register_kernel<MoeRouteArgs>(Op::MOE_ROUTE_SOFTMAX, C, "ref.moe_route_softmax", P, any, route);
+  register_kernel<MoeRouteArgs>(Op::MOE_ROUTE_GROUPED, C, "ref.moe_route_grouped", P, any, route);
+  register_kernel<MoePermuteArgs>(Op::MOE_PERMUTE, C, "ref.moe_permute", P, any, permute);
+  register_kernel<MoeGemmArgs>(Op::MOE_GEMM, C, "ref.moe_gemm", P, any, gemm);
+  register_kernel<MoeCombineArgs>(Op::MOE_COMBINE, C, "ref.moe_combine", P, any, combine);
+}
+
+}  // namespace portllm::ref

@@ -1,0 +1,57 @@
+#include "runtime/model_runner.h"
+
+#include "core/error.h"
+
+namespace portllm {
+
+bool has_recurrent_layers(const std::vector<LayerCacheSpec>& spec) {
+  for (const auto& s : spec)
+    if (s.kind == LayerCacheSpec::Kind::Recurrent) return true;
+  return false;
+}
+
+ModelRunner::ModelRunner(Model& model, OpContext& ctx, const KvCacheConfig& kv)
+    : model_(model), ctx_(ctx), cache_(std::make_unique<KvCache>(ctx, model.cache_spec(), kv)) {}
+
+std::vector<SeqWork> ModelRunner::make_work(const SchedulerOutput& out) const {
+  std::vector<SeqWork> work;
+  work.reserve(out.scheduled.size());
+  const bool state = cache_->has_state_layers();
+  for (const ScheduledRequest& s : out.scheduled) {
+    SeqWork w;
+    w.tokens = s.token_ids;
+    w.start_pos = s.start_position;
+    w.block_table = s.block_table;
+    w.state_slot = state ? s.state_slot : -1;
+    PL_CHECK(!state || s.state_slot >= 0, "request {}: the model keeps recurrent state but the request has no state slot", s.id);
+    w.logits = s.sample ? SeqWork::Logits::Last : SeqWork::Logits::None;
+    work.push_back(std::move(w));
+  }
+  return work;
+}
+
+void ModelRunner::reset_state_slot(int slot) {
+  for (auto& layer : cache_->layers())
+    for (auto& st : layer.state) {
+      Tensor row = st.select(0, slot);
+      ctx_.device->memset(row.data, 0, row.nbytes(), ctx_.stream);
+    }
+}
+
+Tensor ModelRunner::execute(const SchedulerOutput& out) {
+  if (out.scheduled.empty()) return {};
+  if (cache_->has_state_layers())
+    for (const ScheduledRequest& s : out.scheduled)
+      if (s.start_position == 0 && s.state_slot >= 0) reset_state_slot(s.state_slot);
+  const std::vector<SeqWork> work = make_work(out);
+  ForwardBatch batch = build_forward_batch(ctx_, work, cache_->config().page_size);
+  const int64_t L = batch.num_logits(), V = model_.config().vocab_size;
+  Tensor logits;
+  if (L > 0) logits = ctx_.device->empty(DType::F32, {L, V});
+  model_.forward(ctx_, batch, cache_->layers(), logits);
+  if (L == 0) return {};
+  if (logits.on_host()) return logits;  // CPU: already host memory, no copy
+  return ctx_.device->download(logits);
+}
+
+}  // namespace portllm

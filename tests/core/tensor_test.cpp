@@ -1,0 +1,38 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+using namespace portllm;
+
+TEST(Tensor, ViewsShareMemoryAndKnowTheirStrides) {
+  std::vector<float> buf(2 * 3 * 4);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = float(i);
+  Tensor t = Tensor::view_of(buf.data(), DType::F32, {2, 3, 4});
+  EXPECT_TRUE(t.is_contiguous());
+  EXPECT_EQ(t.numel(), 24);
+  Tensor s = t.slice(2, 1, 2);  // [2, 3, 2]
+  EXPECT_FALSE(s.is_contiguous());
+  EXPECT_EQ(s.ptr<float>()[s.row_offset(4)], 17.f);  // row 4 = (1, 1) -> element (1,1,1)
+  Tensor r = t.reshape({6, -1});
+  EXPECT_EQ(r.size(1), 4);
+  Tensor sel = t.select(1, 2);  // [2, 4]
+  EXPECT_EQ(sel.ptr<float>()[sel.row_offset(1)], 20.f);
+  EXPECT_THROW(s.reshape({12}), Error);
+  EXPECT_THROW(t.slice(0, 1, 2), Error);
+}
+
+TEST(ThreadPool, CoversTheRangeExactlyOnce) {
+  ThreadPool pool(3);
+  std::vector<int> hits(1000, 0);
+  pool.parallel_for(1000, [&](int64_t b, int64_t e, int) {
+    for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+  });
+  for (int h : hits) ASSERT_EQ(h, 1);
+  int calls = 0;
+  pool.parallel_for(0, [&](int64_t, int64_t, int) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# portllm generate (single prompt and JSONL batch) and bench through the engine, on the embedded
+# stories260K. Usage: bash generate_engine.sh <portllm-binary> <source-dir>
+set -euo pipefail
+BIN=$1
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# Greedy default: the continuation published with the model (see models/stories260K/README.md).
+out=$("$BIN" generate --max-tokens 30 --threads 2)
+case "$out" in
+  "Once upon a time, there was a little girl named Lily. She loved to play outside in the park."*) ;;
+  *) echo "unexpected greedy output: $out"; exit 1 ;;
+esac
+
+# Stop string: the text ends right before it.
+out=$("$BIN" generate --max-tokens 60 --stop " park" --threads 2)
+[ "$out" = "Once upon a time, there was a little girl named Lily. She loved to play outside in the" ] || { echo "stop: $out"; exit 1; }
+
+# Batch mode: one output line per input line (n = 2 gives two), in order, with finish reasons.
+cat > "$TMP/in.jsonl" <<'JSONL'
+{"prompt": "Once upon a time"}
+{"prompt_ids": [1, 403, 407], "max_tokens": 5, "n": 2, "temperature": 1.0, "seed": 1}
+{"prompt": "The cat", "max_tokens": 8, "logprobs": 2}
+{"prompt_ids": [1, 9999]}
+JSONL
+"$BIN" generate --input "$TMP/in.jsonl" --output "$TMP/out.jsonl" --max-tokens 12 --threads 2
+[ "$(wc -l < "$TMP/out.jsonl")" = 5 ] || { cat "$TMP/out.jsonl"; exit 1; }
+python3 - "$TMP/out.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["index"] for r in rows] == [0, 1, 1, 2, 3], rows
+assert rows[0]["text"].startswith(", there was a little girl"), rows[0]
+assert rows[0]["finish_reason"] == "length" and len(rows[0]["token_ids"]) == 12
+assert len(rows[1]["token_ids"]) == 5 and rows[1]["sample"] == 0 and rows[2]["sample"] == 1
+assert len(rows[3]["logprobs"]) == 8 and len(rows[3]["logprobs"][0]["top"]) == 2
+assert rows[4]["finish_reason"] == "error" and "vocabulary" in rows[4]["error"]
+PY
+
+# Benchmarks run and report JSON.
+"$BIN" bench throughput --num-prompts 8 --input-len 20:40 --output-len 10:20 --threads 2 --json > "$TMP/t.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['output_tokens'] > 0 and d['requests_per_s'] > 0" "$TMP/t.json"
+"$BIN" bench latency --batch-size 2 --input-len 8 --output-len 8 --num-iters 1 --threads 2 --json > "$TMP/l.json"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['mean_ttft_ms'] > 0" "$TMP/l.json"
+echo "generate_engine: ok"
