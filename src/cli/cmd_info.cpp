@@ -1,6 +1,11 @@
 // portllm info: the backends and devices this build has, their capabilities and memory, the
 // architectures it loads; with --model, the model's config summary and cache sizes.
+#include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "core/thread_pool.h"
 
 #include "backend/registry.h"
 #include "backends/builtin.h"
@@ -23,15 +28,35 @@ void print_device(Device& d) {
   std::printf("  memory: total %.2f GiB, free %.2f GiB, allocated %.2f MiB\n", m.total / 1073741824.0,
               m.free / 1073741824.0, m.allocated / 1048576.0);
 }
+// Host memory bandwidth: threaded copies of a buffer far larger than the caches, counting bytes
+// read plus bytes written (the denominator of the CPU decode roofline).
+double measure_host_bandwidth_gbs() {
+  const size_t n = size_t(256) << 20;  // 256 MiB each way
+  std::vector<char> a(n, 1), b(n, 2);
+  auto& pool = ThreadPool::global();
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(int64_t(n), [&](int64_t s, int64_t e, int) { std::memcpy(b.data() + s, a.data() + s, size_t(e - s)); }, 1 << 20);
+    const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, 2.0 * double(n) / sec / 1e9);
+  }
+  return best;
+}
 }  // namespace
 
 void add_info_command(CLI::App& app) {
   auto o = std::make_shared<ModelOptions>();
-  auto show_model = std::make_shared<bool>(false);
+  auto bandwidth = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("info", "backends, devices, capabilities and supported architectures");
   add_model_options(cmd, *o);
-  cmd->callback([o] {
+  cmd->add_flag("--bandwidth", *bandwidth, "measure host memory bandwidth (read + write, all threads)");
+  cmd->callback([o, bandwidth] {
+    if (o->threads > 0) ThreadPool::set_global_threads(o->threads);
     register_builtin_backends();
+    if (*bandwidth)
+      std::printf("host memory bandwidth: %.1f GB/s (memcpy, read + write, %d threads)\n", measure_host_bandwidth_gbs(),
+                  ThreadPool::global().num_threads());
     auto& reg = BackendRegistry::instance();
     for (auto& name : reg.names()) {
       const BackendInfo* b = reg.find(name);
