@@ -16,8 +16,9 @@ BpeModel::BpeModel(const nlohmann::json& model, const std::string& file) {
   if (type != "BPE")
     PL_THROW("{}: unsupported model type '{}' (only BPE is implemented)", where, type);
 
-  const auto& vocab = model.contains("vocab") ? model["vocab"] : nlohmann::json();
-  if (!vocab.is_object()) PL_THROW("{}: field 'vocab' missing or not an object", where);
+  if (!model.contains("vocab") || !model["vocab"].is_object())
+    PL_THROW("{}: field 'vocab' missing or not an object", where);
+  const nlohmann::json& vocab = model["vocab"];  // a reference: the vocab is large
   vocab_.reserve(vocab.size());
   int32_t max_id = -1;
   for (const auto& [tok, idj] : vocab.items()) {

@@ -53,6 +53,13 @@ TEST_P(Constructs, RendersLikeJinja2) {
   EXPECT_EQ(render(c.tmpl, c.vars), c.expected) << "template: " << c.tmpl;
 }
 
+// transformers' AssistantTracker extension defines {% generation %}: it renders its body
+// unchanged (it only records which characters the assistant produced).
+TEST(ConstructsHF, GenerationBlockRendersBody) {
+  EXPECT_EQ(render("{% for m in ms %}{% generation %}[{{ m }}]{% endgeneration %}{% endfor %}", R"({"ms": [1, 2]})"),
+            "[1][2]");
+}
+
 // HF renders in jinja2's ImmutableSandboxedEnvironment, which rejects list.append; we accept it
 // (a superset: templates that work in HF render the same). Expectation from Python semantics.
 TEST(ConstructsExtension, ListAppendThroughNamespace) {

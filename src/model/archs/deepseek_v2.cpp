@@ -54,7 +54,6 @@ MoeSpec deepseek_moe_spec(const ModelConfig& cfg) {
 class DeepseekModel final : public Model {
  public:
   DeepseekModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : Model(cfg) {
-    const bool v3 = cfg.architecture == "DeepseekV3ForCausalLM";
     const MoeSpec spec = deepseek_moe_spec(cfg);
     const int64_t first_dense = cfg.get_int("first_k_dense_replace", 0);
     const int64_t freq = std::max<int64_t>(1, cfg.get_int("moe_layer_freq", 1));
@@ -67,9 +66,10 @@ class DeepseekModel final : public Model {
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
       Layer L;
-      // transformers' DeepseekV2Attention keeps the plain 1/sqrt(d) softmax scale, its
-      // DeepseekV3Attention folds yarn's mscale(all_dim)^2 in (the fixtures are their output).
-      L.attn = MlaAttention::load(w, ctx, p + "self_attn", cfg, /*mscale_in_softmax=*/v3);
+      // Both V2 and V3 fold yarn's mscale(factor, mscale_all_dim)^2 into the softmax scale
+      // (DeepSeek's code and transformers 5.17; checked against the deepseekv2-tiny fixture,
+      // whose logits move by ~0.09 without it).
+      L.attn = MlaAttention::load(w, ctx, p + "self_attn", cfg, /*mscale_in_softmax=*/true);
       L.sparse = spec.num_experts > 0 && l >= first_dense && l % freq == 0;
       if (L.sparse) L.moe = SparseMoe::load(w, p + "mlp", spec);
       else L.mlp = GatedMlp::load(w, p + "mlp", cfg.hidden_size, cfg.intermediate_size);

@@ -74,7 +74,16 @@ class Renderer {
   Flow exec_inner(const Stmt& s, std::string& out) {
     switch (s.kind) {
       case Stmt::Kind::Text: out += s.text; return Flow::Normal;
-      case Stmt::Kind::Output: out += eval(*s.expr).str(); return Flow::Normal;
+      case Stmt::Kind::Output: {
+        if (s.expr->kind == Expr::Kind::Literal && s.expr->value.is_string()) {
+          out += s.expr->value.s;  // the common `{{- '<|im_start|>' }}`: no copy
+          return Flow::Normal;
+        }
+        Value v = eval(*s.expr);
+        if (v.is_string()) out += v.s;
+        else out += v.str();
+        return Flow::Normal;
+      }
       case Stmt::Kind::If:
         for (auto& [cond, body] : s.branches)
           if (eval(*cond).truthy()) return exec(body, out);
