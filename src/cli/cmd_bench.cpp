@@ -242,7 +242,7 @@ void add_bench_command(CLI::App& app) {
   thr->callback([to] { run_throughput(*to); });
 
   // `bench serve` (HTTP client benchmark) is the server's: the lead wires
-  // add_bench_serve_subcommand(bench) here once src/cli/cmd_bench_serve.cpp exists.
+  add_bench_serve_subcommand(bench);
 }
 
 }  // namespace portllm::cli

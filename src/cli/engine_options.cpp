@@ -19,7 +19,7 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
                   "at most this many prompt tokens of one request per step; -1 disables chunking (0: the step budget)");
   cmd->add_option("--num-kv-blocks", c.num_kv_blocks, "KV cache blocks (default: from --mem-fraction-static)");
   cmd->add_option("--mem-fraction-static", c.mem_fraction_static,
-                  "fraction of free device memory (after weights) for the KV cache (CPU: capped at 4 GiB)")->capture_default_str();
+                  "fraction of free device memory (after weights) for the KV cache (CPU: capped at 2 GiB)")->capture_default_str();
   cmd->add_option("--max-model-len", c.max_model_len, "longest prompt + output (default: max_position_embeddings)");
   cmd->add_option("--kv-dtype,--kv-cache-dtype", c.kv_dtype, "auto | f32 | f16 | bf16")->capture_default_str();
   cmd->add_option("--page-size,--block-size", c.page_size, "tokens per KV block (default: the backend's preference)");

@@ -1,6 +1,7 @@
 // The engine loop thread: schedule -> run the model -> sample -> scheduler update -> text and
 // stop strings -> callbacks. Everything here runs on that one thread; the mutex is taken only to
 // swap the inbox, never around the model or the callbacks.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <unordered_map>
@@ -24,12 +25,10 @@ void EngineImpl::loop() {
     take_inbox(outs);
     if (scheduler_->has_unfinished_requests()) step(outs);
     deliver(outs);
-    publish_stats();
   }
   take_inbox(outs);
   abort_everything(outs);
   deliver(outs);
-  publish_stats();
 }
 
 void EngineImpl::take_inbox(Outputs& outs) {
@@ -218,6 +217,14 @@ void EngineImpl::on_token(SeqState& s, const SampleResult& res, std::optional<Re
 }
 
 void EngineImpl::deliver(Outputs& outs) {
+  // Stats first, so a client woken by a final output already sees its blocks freed.
+  std::vector<uint64_t> done;
+  for (auto& [owner, o] : outs)
+    if (o.finished && owner->num_unfinished == 0 && requests_.count(owner->id) &&
+        std::find(done.begin(), done.end(), owner->id) == done.end())
+      done.push_back(owner->id);
+  loop_stats_.requests_finished += int64_t(done.size());
+  publish_stats();
   for (auto& [owner, o] : outs) {
     if (!owner->callback) continue;
     try {
@@ -227,12 +234,8 @@ void EngineImpl::deliver(Outputs& outs) {
                    static_cast<unsigned long long>(o.request_id), e.what());
     }
   }
-  std::vector<uint64_t> done;
-  for (auto& [owner, o] : outs)
-    if (o.finished && owner->num_unfinished == 0) done.push_back(owner->id);
   outs.clear();
-  for (uint64_t id : done)
-    if (requests_.erase(id)) ++loop_stats_.requests_finished;
+  for (uint64_t id : done) requests_.erase(id);
 }
 
 void EngineImpl::publish_stats() {

@@ -9,7 +9,7 @@
 namespace portllm {
 
 namespace {
-constexpr int64_t kCpuKvCapBytes = int64_t(4) << 30;
+constexpr int64_t kCpuKvCapBytes = int64_t(2) << 30;
 }
 
 DType resolve_kv_dtype(const std::string& name, const Device& device) {

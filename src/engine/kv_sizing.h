@@ -2,7 +2,7 @@
 // --num-kv-blocks wins; otherwise mem_fraction_static of the device's free memory (measured after
 // the weights are loaded). On the CPU that fraction would take most of the host's RAM and zeroing
 // it would take seconds, so it is also capped at what max_num_seqs sequences of max_model_len
-// tokens can use, and at 4 GiB.
+// tokens can use, and at 2 GiB.
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -52,6 +52,11 @@ ModelConfig load_config(const std::string& model_dir, int num_layers_override) {
 
 std::unique_ptr<Model> load_model(const ModelLoadOptions& opts, OpContext& ctx) {
   ModelConfig cfg = load_config(opts.path, opts.num_layers_override);
+  // Activations: f32 on the CPU (exact reference arithmetic, weights widened in registers);
+  // on GPUs the checkpoint's own float dtype, as transformers computes (bf16 for bf16/fp8
+  // checkpoints, f32 for f32 ones such as stories260K).
+  if (ctx.device->kind() != DeviceKind::CPU)
+    ctx.act_dtype = (cfg.dtype == DType::F32 || cfg.dtype == DType::F16) ? cfg.dtype : DType::BF16;
   WeightLoader loader(opts.path, opts.load_format, cfg, *ctx.device, opts.seed);
   // Reduced depth: tensors of the dropped layers are expected but unused.
   if (opts.num_layers_override > 0) loader.ignore_layers_from(cfg.num_layers);

@@ -6,6 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "backend/registry.h"
 #include "backends/builtin.h"
@@ -142,4 +147,74 @@ TEST(MoeMlaModels, DummyReducedDepthGivesFiniteLogits) {
     Tensor d = seq.feed({6}, false);
     for (int64_t i = 0; i < d.numel(); ++i) ASSERT_TRUE(std::isfinite(d.ptr<float>()[i])) << name;
   }
+}
+
+namespace {
+// Rewrites a fixture with per-expert tensors into the fused layout of newer transformers
+// exports: experts.gate_up_proj [E, 2I, H] (gate rows first) and experts.down_proj [E, H, I].
+std::string write_fused_copy(const std::string& src_name) {
+  namespace fs = std::filesystem;
+  const std::string src = fixture(src_name);
+  const fs::path dir = fs::temp_directory_path() / ("portllm_fused_" + src_name);
+  fs::create_directories(dir);
+  fs::copy_file(src + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(src + "/reference.safetensors", dir / "reference.safetensors", fs::copy_options::overwrite_existing);
+  Checkpoint ck = Checkpoint::open_dir(src);
+  std::map<std::string, std::pair<std::vector<int64_t>, std::vector<char>>> out;  // name -> (shape, bytes)
+  std::map<std::string, std::vector<std::pair<int64_t, std::string>>> fused;        // new name -> parts
+  for (const auto& name : ck.names()) {
+    const auto pos = name.find(".experts.");
+    if (pos == std::string::npos) {
+      Tensor t = ck.tensor(name);
+      out[name] = {t.shape_vec(), std::vector<char>(static_cast<const char*>(t.data), static_cast<const char*>(t.data) + t.nbytes())};
+      continue;
+    }
+    const std::string base = name.substr(0, pos) + ".experts.";
+    const std::string rest = name.substr(pos + 9);  // "<e>.<proj>.weight"
+    const int64_t e = std::stoll(rest.substr(0, rest.find('.')));
+    const std::string proj = rest.substr(rest.find('.') + 1);
+    fused[base + (proj == "down_proj.weight" ? "down_proj" : "gate_up_proj")].push_back(
+        {e * 2 + (proj == "up_proj.weight" ? 1 : 0), name});
+  }
+  for (auto& [name, parts] : fused) {
+    std::sort(parts.begin(), parts.end());
+    Tensor first = ck.tensor(parts[0].second);
+    const int64_t per = name.find("gate_up") != std::string::npos ? 2 : 1;
+    const int64_t E = int64_t(parts.size()) / per;
+    std::vector<char> bytes;
+    for (auto& [key, n] : parts) {
+      Tensor t = ck.tensor(n);
+      bytes.insert(bytes.end(), static_cast<const char*>(t.data), static_cast<const char*>(t.data) + t.nbytes());
+    }
+    out[name] = {{E, first.size(0) * per, first.size(1)}, std::move(bytes)};
+  }
+  nlohmann::ordered_json header;
+  size_t off = 0;
+  for (auto& [name, v] : out) {
+    header[name] = {{"dtype", "BF16"}, {"shape", v.first}, {"data_offsets", {off, off + v.second.size()}}};
+    off += v.second.size();
+  }
+  std::string h = header.dump();
+  std::ofstream f(dir / "model.safetensors", std::ios::binary);
+  const uint64_t n = h.size();
+  f.write(reinterpret_cast<const char*>(&n), 8);
+  f << h;
+  for (auto& [name, v] : out) f.write(v.second.data(), std::streamsize(v.second.size()));
+  return dir.string();
+}
+}  // namespace
+
+TEST(MoeMlaModels, FusedExpertTensorsLoadToTheSameModel) {
+  const std::string dir = write_fused_copy("qwen3moe-tiny");
+  OpContext ctx(cpu());
+  ModelLoadOptions lo;
+  lo.path = dir;
+  auto model = load_model(lo, ctx);
+  Reference ref = read_reference(dir);
+  const int64_t T = int64_t(ref.tokens.size()), V = ref.logits.size(1);
+  SingleSequence seq(*model, ctx, T);
+  Tensor l = seq.feed(ref.tokens, true);
+  double diff = 0;
+  for (int64_t i = 0; i < T * V; ++i) diff = std::max(diff, double(std::abs(l.ptr<float>()[i] - ref.logits.ptr<float>()[i])));
+  EXPECT_LE(diff, 1e-3);
 }

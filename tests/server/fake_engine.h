@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -18,7 +19,7 @@ namespace portllm::test {
 class FakeEngine : public Engine {
  public:
   explicit FakeEngine(const std::string& tokenizer_dir, int64_t max_len = 512)
-      : tok_(tok::Tokenizer::from_dir(tokenizer_dir)), max_len_(max_len) {}
+      : tok_(shared_tokenizer(tokenizer_dir)), max_len_(max_len) {}
   ~FakeEngine() override { shutdown(); }
 
   std::string script = "Hello world, this is a test.";
@@ -128,7 +129,17 @@ class FakeEngine : public Engine {
     running_.erase(id);
   }
 
-  std::unique_ptr<tok::Tokenizer> tok_;
+  // Loading the Qwen3 tokenizer takes a while: tests share one per directory.
+  static std::shared_ptr<tok::Tokenizer> shared_tokenizer(const std::string& dir) {
+    static std::mutex mu;
+    static std::map<std::string, std::shared_ptr<tok::Tokenizer>> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    auto& t = cache[dir];
+    if (!t) t = tok::Tokenizer::from_dir(dir);
+    return t;
+  }
+
+  std::shared_ptr<tok::Tokenizer> tok_;
   ModelConfig cfg_;
   int64_t max_len_;
   mutable std::mutex mu_;

@@ -167,7 +167,7 @@ TEST(HttpServer, ChatToolCalls) {
   Harness h;
   h.engine->script = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
   const std::string body = R"({"messages": [{"role": "user", "content": "Weather in Paris?"}],
-      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}])";
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]})";
   auto r = h.post("/v1/chat/completions", body);
   ASSERT_EQ(r->status, 200) << r->body;
   Json c = Json::parse(r->body)["choices"][0];
@@ -194,7 +194,9 @@ TEST(HttpServer, ChatToolCalls) {
       EXPECT_EQ(ch["delta"]["tool_calls"][0]["index"], 0);
       EXPECT_EQ(ch["delta"]["tool_calls"][0]["function"]["name"], "get_weather");
     }
-    if (ch["delta"].contains("content")) EXPECT_EQ(ch["delta"]["content"], "");  // no raw markup leaks
+    if (ch["delta"].contains("content")) {
+      EXPECT_EQ(ch["delta"]["content"], "");  // no raw markup leaks
+    }
     if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
   }
   EXPECT_TRUE(saw_call);
@@ -221,7 +223,7 @@ TEST(HttpServer, ChatToolCalls) {
 
 TEST(HttpServer, ClientErrorsAreEnvelopes) {
   server::ServerConfig cfg;
-  cfg.max_request_bytes = 1000;
+  cfg.max_request_bytes = 8000;
   Harness h(cfg);
   expect_error(h.post("/v1/completions", "{nope"), 400);
   expect_error(h.post("/v1/completions", "[1,2]"), 400);
@@ -232,7 +234,7 @@ TEST(HttpServer, ClientErrorsAreEnvelopes) {
   expect_error(h.post("/v1/completions", R"({"prompt": [999999999]})"), 400, "prompt");
   expect_error(h.post("/v1/completions", R"({"prompt": "x", "logit_bias": {"x": 1}})"), 400, "logit_bias");
   expect_error(h.post("/v1/completions", R"({"prompt": "x", "stop": [""]})"), 400, "stop");
-  expect_error(h.post("/v1/completions", std::string(R"({"prompt": ")") + std::string(2000, 'a') + "\"}"), 413);
+  expect_error(h.post("/v1/completions", std::string(R"({"prompt": ")") + std::string(9000, 'a') + "\"}"), 413);
   expect_error(h.client->Get("/v1/nothing"), 404);
   // Over the context (512 in the fake), streaming or not: a 400 JSON reply, no SSE events.
   std::vector<int> ids(600, 9707);

@@ -1,0 +1,139 @@
+#include "backends/gpu/gpu_device.h"
+
+#include <cstdlib>
+
+#include "backends/gpu/caps_profiles.h"
+#include "backends/gpu/gpu_check.h"
+#include "backends/gpu/gpu_runtime.h"
+
+namespace portllm::gpu {
+
+namespace {
+struct GpuEvent final : Event {
+  gpuEvent_t e = nullptr;
+  GpuEvent() { PL_GPU_CHECK(gpuEventCreate(&e)); }
+  ~GpuEvent() override { (void)gpuEventDestroy(e); }
+  void record(Stream& s) override { PL_GPU_CHECK(gpuEventRecord(e, native_stream(s))); }
+  void wait(Stream& s) override { PL_GPU_CHECK(gpuStreamWaitEvent(native_stream(s), e, 0)); }
+  void synchronize() override { PL_GPU_CHECK(gpuEventSynchronize(e)); }
+  float elapsed_ms(const Event& since) const override {
+    float ms = 0;
+    PL_GPU_CHECK(gpuEventElapsedTime(&ms, static_cast<const GpuEvent&>(since).e, e));
+    return ms;
+  }
+};
+
+DeviceKind vendor_kind() {
+#if defined(PORTLLM_GPU_MUSA)
+  return DeviceKind::MUSA;
+#else
+  return DeviceKind::CUDA;
+#endif
+}
+}  // namespace
+
+void GpuStream::synchronize() { PL_GPU_CHECK(gpuStreamSynchronize(s_)); }
+
+int device_count() {
+  int n = 0;
+  if (gpuGetDeviceCount(&n) != gpuSuccess) {
+    (void)gpuGetLastError();  // no driver / no device: not an error for a CPU-only run
+    return 0;
+  }
+  return n;
+}
+
+GpuDevice::GpuDevice(int index) : index_(index) {
+  PL_GPU_CHECK(gpuSetDevice(index));
+  gpuDeviceProp p{};
+  PL_GPU_CHECK(gpuGetDeviceProperties(&p, index));
+  int optin = 0, coop = 0;
+  (void)gpuDeviceGetAttribute(&optin, gpuDevAttrMaxSharedMemoryPerBlockOptin, index);
+  (void)gpuDeviceGetAttribute(&coop, gpuDevAttrCooperativeLaunch, index);
+  const GpuDeviceProps props{p.name, p.warpSize, p.multiProcessorCount, p.sharedMemPerBlock,
+                             size_t(optin > 0 ? optin : 0), coop != 0, p.totalGlobalMem};
+  // Capabilities come from the vendor's profile table (caps_profiles.h), vendor first (rule 3).
+#if defined(PORTLLM_GPU_MUSA) && defined(PORTLLM_MUSA_EMULATE)
+  // MUSA emulated on an NVIDIA GPU: the profile PORTLLM_MUSA_ARCH names (default MP22).
+  const int arch = musa_arch_from_env(22);
+  caps_ = gpu_caps_from_profile(GpuVendor::MTHREADS, arch, props, musa_graphs_from_env());
+  caps_.name = fmt::format("{} (emulating {} MP{}, nominal warp size {})", p.name, musa_arch_board(arch), arch,
+                           nominal_warp_size(GpuVendor::MTHREADS, arch));
+#elif defined(PORTLLM_GPU_MUSA)
+  caps_ = gpu_caps_from_profile(GpuVendor::MTHREADS, p.major * 10 + p.minor, props, musa_graphs_from_env());
+#else
+  caps_ = gpu_caps_from_profile(GpuVendor::NVIDIA, p.major * 10 + p.minor, props);
+#endif
+  (void)vendor_kind;
+  PL_CHECK(caps_.warp_size == kWarpSize,
+           "{} reports warp size {} but the GPU kernels were built for {}", caps_.name, caps_.warp_size, kWarpSize);
+  alloc_ = std::make_shared<CachingAllocator>(index);
+  gpuStream_t s = nullptr, a = nullptr;
+  PL_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
+  main_ = std::make_unique<GpuStream>(*this, s);
+  if (gpuStreamCreateWithFlags(&a, gpuStreamNonBlocking) == gpuSuccess) {
+    aux_ = std::make_unique<GpuStream>(*this, a);
+    caps_.aux_stream = true;
+  }
+  PL_GPUBLAS_CHECK(gpublasCreate(&blas_));
+}
+
+GpuDevice::~GpuDevice() {
+  // Errors are ignored: at process exit the runtime may be gone already.
+  if (blas_) (void)gpublasDestroy(blas_);
+  if (main_) (void)gpuStreamDestroy(main_->get());
+  if (aux_) (void)gpuStreamDestroy(aux_->get());
+}
+
+void GpuDevice::make_current() const { PL_GPU_CHECK(gpuSetDevice(index_)); }
+
+gpuStream_t GpuDevice::native(Stream* s) const { return s ? native_stream(*s) : main_->get(); }
+
+void GpuDevice::copy_to_device(void* dst, const void* src, size_t n, Stream* s) {
+  if (n) PL_GPU_CHECK(gpuMemcpyAsync(dst, src, n, gpuMemcpyHostToDevice, native(s)));
+}
+void GpuDevice::copy_to_host(void* dst, const void* src, size_t n, Stream* s) {
+  if (n) PL_GPU_CHECK(gpuMemcpyAsync(dst, src, n, gpuMemcpyDeviceToHost, native(s)));
+}
+void GpuDevice::copy_on_device(void* dst, const void* src, size_t n, Stream* s) {
+  if (n) PL_GPU_CHECK(gpuMemcpyAsync(dst, src, n, gpuMemcpyDeviceToDevice, native(s)));
+}
+void GpuDevice::memset(void* dst, int value, size_t n, Stream* s) {
+  if (n) PL_GPU_CHECK(gpuMemsetAsync(dst, value, n, native(s)));
+}
+
+std::unique_ptr<Event> GpuDevice::create_event() { return std::make_unique<GpuEvent>(); }
+
+void GpuDevice::synchronize() {
+  main_->synchronize();
+  if (aux_) aux_->synchronize();
+}
+
+gpublasHandle_t GpuDevice::blas(gpuStream_t s) {
+  PL_GPUBLAS_CHECK(gpublasSetStream(blas_, s));
+  return blas_;
+}
+
+// --- gpu_runtime.h ---
+gpuStream_t native_stream(Stream& s) { return static_cast<gpuStream_t>(s.native()); }
+
+std::shared_ptr<void> scratch(Stream& s, size_t bytes) {
+  auto* gs = dynamic_cast<GpuStream*>(&s);
+  PL_CHECK(gs, "GPU kernel called with a non-GPU stream");
+  return gs->device().allocate_bytes(bytes);
+}
+
+const DeviceCaps& caps_of(Stream& s) {
+  auto* gs = dynamic_cast<GpuStream*>(&s);
+  PL_CHECK(gs, "GPU kernel called with a non-GPU stream");
+  return gs->device().caps();
+}
+
+void check_launch(const char* what) {
+  gpuError_t e = gpuGetLastError();
+  if (e != gpuSuccess) PL_THROW("GPU kernel {}: {}", what, gpuGetErrorString(e));
+}
+
+void fail(const char* what) { PL_THROW("GPU kernel: {}", what); }
+
+}  // namespace portllm::gpu

@@ -1,0 +1,21 @@
+// Registration functions of the GPU kernel files (one per file), called by register_gpu_backend.
+#pragma once
+#include "core/tensor.h"
+
+namespace portllm::gpu {
+
+void register_pointwise_kernels();
+void register_matmul_kernels();
+void register_attention_kernels();
+
+// Rows view of a 2-D or 3-D tensor whose last dim is contiguous (see kernel_common.cuh Rows).
+struct RowsDesc { int64_t n1, s0, s1; };
+RowsDesc rows_of(const Tensor& t);
+
+// Conversions and bias broadcast used by the matmul host code (pointwise.cu).
+void launch_convert(void* dst, DType dst_t, const void* src, DType src_t, int64_t rows, int64_t cols,
+                    int64_t dst_ld, int64_t src_ld, void* stream);
+void launch_bias_fill(void* out, DType out_t, int64_t out_ld, const void* bias, DType bias_t, int64_t rows,
+                      int64_t cols, void* stream);
+
+}  // namespace portllm::gpu

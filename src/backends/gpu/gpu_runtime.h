@@ -1,0 +1,20 @@
+// What kernel files' host code needs from the backend: the native stream, scratch memory from the
+// caching allocator, and a launch check. Kept free of fmt so .cu files stay light to compile.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+#include "backend/device.h"
+#include "backends/gpu/vendor/vendor.h"
+
+namespace portllm::gpu {
+
+gpuStream_t native_stream(Stream& s);
+// Scratch device memory, returned to the cache when the owner is released (stream-ordered reuse).
+std::shared_ptr<void> scratch(Stream& s, size_t bytes);
+const DeviceCaps& caps_of(Stream& s);
+// Throws portllm::Error naming `what` if the last launch failed.
+void check_launch(const char* what);
+[[noreturn]] void fail(const char* what);
+
+}  // namespace portllm::gpu

@@ -1,0 +1,80 @@
+// Device helpers shared by the portable kernels: dtype loads/stores through float, warp and block
+// reductions written against kWarpSize, and a dtype dispatcher for launchers. Portable CUDA C++
+// only (no PTX): MUSA compiles these files unchanged.
+#pragma once
+#include <cstdint>
+
+#include "backends/gpu/gpu_runtime.h"
+#include "backends/gpu/vendor/vendor.h"
+#include "core/dtype.h"
+
+namespace portllm::gpu {
+
+template <class T> __device__ __forceinline__ float ld(const T* p, int64_t i);
+template <> __device__ __forceinline__ float ld<float>(const float* p, int64_t i) { return p[i]; }
+template <> __device__ __forceinline__ float ld<gpu_bf16>(const gpu_bf16* p, int64_t i) { return gpu_bf16_to_f32(p[i]); }
+template <> __device__ __forceinline__ float ld<gpu_half>(const gpu_half* p, int64_t i) { return gpu_half_to_f32(p[i]); }
+
+template <class T> __device__ __forceinline__ T cvt(float v);
+template <> __device__ __forceinline__ float cvt<float>(float v) { return v; }
+template <> __device__ __forceinline__ gpu_bf16 cvt<gpu_bf16>(float v) { return gpu_f32_to_bf16(v); }
+template <> __device__ __forceinline__ gpu_half cvt<gpu_half>(float v) { return gpu_f32_to_half(v); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) v += gpu_shfl_xor(v, m);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) v = fmaxf(v, gpu_shfl_xor(v, m));
+  return v;
+}
+
+// Sum over the block (blockDim.x a multiple of kWarpSize, at most 32 warps); every thread gets it.
+__device__ __forceinline__ float block_sum(float v, float* smem /* >= 32 floats */) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int nwarps = (blockDim.x + kWarpSize - 1) / kWarpSize;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  float t = 0;
+  for (int w = 0; w < nwarps; ++w) t += smem[w];
+  return t;
+}
+__device__ __forceinline__ float block_max(float v, float* smem) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int nwarps = (blockDim.x + kWarpSize - 1) / kWarpSize;
+  v = warp_max(v);
+  __syncthreads();
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  float t = -INFINITY;
+  for (int w = 0; w < nwarps; ++w) t = fmaxf(t, smem[w]);
+  return t;
+}
+
+template <class T> struct Tag { using type = T; };
+
+// Calls fn(Tag<T>{}) with T the device type of a float dtype (f32, bf16, f16).
+template <class Fn>
+void dispatch_float(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::F32: fn(Tag<float>{}); break;
+    case DType::BF16: fn(Tag<gpu_bf16>{}); break;
+    case DType::F16: fn(Tag<gpu_half>{}); break;
+    default: fail("unsupported dtype (expected f32, bf16 or f16)");
+  }
+}
+
+inline bool is_gpu_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+
+// Row r of a 2-D [R, C] or 3-D [A, B, C] view (last dim contiguous) starts at
+// (r / n1) * s0 + (r % n1) * s1 elements.
+struct Rows {
+  int64_t n1 = 1, s0 = 0, s1 = 0;
+  __host__ __device__ int64_t off(int64_t r) const { return (r / n1) * s0 + (r % n1) * s1; }
+};
+
+}  // namespace portllm::gpu
