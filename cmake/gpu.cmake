@@ -1,7 +1,5 @@
 # The GPU tree (src/backends/gpu): one source tree, built for CUDA now (MUSA: cmake/musa.cmake).
 set(PORTLLM_HAVE_GPU OFF)
-# Where the GPU tree's sources live (a staging copy during development; the default otherwise).
-set(PORTLLM_GPU_SRC_ROOT "${CMAKE_SOURCE_DIR}/src" CACHE PATH "root holding backends/gpu (development override)")
 if(PORTLLM_GPU STREQUAL "auto" OR PORTLLM_GPU STREQUAL "cuda")
   include(CheckLanguage)
   check_language(CUDA)
@@ -13,7 +11,7 @@ if(PORTLLM_GPU STREQUAL "auto" OR PORTLLM_GPU STREQUAL "cuda")
 endif()
 
 file(GLOB_RECURSE PORTLLM_GPU_SOURCES CONFIGURE_DEPENDS
-     ${PORTLLM_GPU_SRC_ROOT}/backends/gpu/*.cu ${PORTLLM_GPU_SRC_ROOT}/backends/gpu/*.cpp)
+     ${CMAKE_SOURCE_DIR}/src/backends/gpu/*.cu ${CMAKE_SOURCE_DIR}/src/backends/gpu/*.cpp)
 if(PORTLLM_GPU STREQUAL "musa")
   include(${CMAKE_SOURCE_DIR}/cmake/musa.cmake)  # MUSA SDK or its CUDA emulation (issue 10)
 elseif(PORTLLM_HAVE_GPU AND PORTLLM_GPU_SOURCES)
@@ -29,7 +27,6 @@ elseif(PORTLLM_HAVE_GPU AND PORTLLM_GPU_SOURCES)
   add_library(portllm_backends_gpu STATIC ${PORTLLM_GPU_SOURCES})
   # C++20 like the rest of the tree (CMake < 3.26 does not know nvcc's C++20 flag).
   set_target_properties(portllm_backends_gpu PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON CUDA_EXTENSIONS OFF)
-  target_include_directories(portllm_backends_gpu BEFORE PUBLIC ${PORTLLM_GPU_SRC_ROOT})
   target_include_directories(portllm_backends_gpu PUBLIC ${CMAKE_SOURCE_DIR}/src)
   target_compile_definitions(portllm_backends_gpu PUBLIC PORTLLM_HAVE_GPU=1 PORTLLM_GPU_CUDA=1)
   target_compile_options(portllm_backends_gpu PRIVATE

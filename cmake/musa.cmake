@@ -14,7 +14,7 @@ option(PORTLLM_MUSA_EMULATE "Build the MUSA code path over CUDA with test-only M
 set(MUSA_ARCHITECTURES "22;31" CACHE STRING "MUSA archs: 21 (MTT S80/S3000), 22 (S4000), 31 (S5000)")
 
 if(NOT PORTLLM_GPU_SOURCES)
-  message(FATAL_ERROR "PORTLLM_GPU=musa: no GPU sources under ${PORTLLM_GPU_SRC_ROOT}/backends/gpu")
+  message(FATAL_ERROR "PORTLLM_GPU=musa: no GPU sources under ${CMAKE_SOURCE_DIR}/src/backends/gpu")
 endif()
 
 if(PORTLLM_MUSA_EMULATE)
@@ -36,7 +36,7 @@ if(PORTLLM_MUSA_EMULATE)
   set_target_properties(portllm_backends_gpu PROPERTIES CUDA_STANDARD 20 CUDA_STANDARD_REQUIRED ON CUDA_EXTENSIONS OFF)
   # The emulation headers come first so <musa_runtime.h> etc. resolve to them.
   target_include_directories(portllm_backends_gpu BEFORE PUBLIC
-    ${CMAKE_SOURCE_DIR}/tests/musa_emulation/include ${PORTLLM_GPU_SRC_ROOT})
+    ${CMAKE_SOURCE_DIR}/tests/musa_emulation/include)
   target_compile_definitions(portllm_backends_gpu PUBLIC PORTLLM_MUSA_EMULATE=1)
   target_compile_options(portllm_backends_gpu PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wno-unused-parameter>)
@@ -85,7 +85,6 @@ else()
   set_source_files_properties(${PORTLLM_GPU_SOURCES} PROPERTIES LANGUAGE CXX)
   add_library(portllm_backends_gpu STATIC ${PORTLLM_GPU_SOURCES})
   target_compile_options(portllm_backends_gpu PRIVATE ${_flags} -Wno-unused-parameter)
-  target_include_directories(portllm_backends_gpu BEFORE PUBLIC ${PORTLLM_GPU_SRC_ROOT})
   target_include_directories(portllm_backends_gpu SYSTEM PUBLIC ${MUSA_PATH}/include)
   target_compile_definitions(portllm_backends_gpu PUBLIC PORTLLM_MUSA_WARP_SIZE=${PORTLLM_MUSA_WARP_SIZE})
   target_link_directories(portllm_backends_gpu PUBLIC ${MUSA_PATH}/lib)

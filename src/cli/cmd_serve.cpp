@@ -97,9 +97,11 @@ void run(ServeOptions& o) {
   sigwait(&sigs, &sig);
   std::fprintf(stderr, "portllm serve: signal %d, shutting down\n", sig);
   loader.join();
-  srv.stop();
+  // Engine first: requests in flight finish with finish_reason "abort", so their streams still
+  // end with data: [DONE]; then the HTTP side (which waits for those handlers) stops.
   const bool failed = !engine;
   if (engine) engine->shutdown();
+  srv.stop();
   if (failed) PL_THROW("the model could not be loaded");
 }
 

@@ -13,9 +13,13 @@ if [ -z "$NVCC" ]; then
   echo "SKIPPED: no nvcc on this machine, the MUSA emulation build was not compiled"
   exit 0
 fi
+ROOT=$SRC/src
+if [ ! -f "$ROOT/backends/gpu/gpu_device.cpp" ]; then
+  echo "SKIPPED: no GPU tree under $ROOT/backends/gpu, nothing to compile"
+  exit 0
+fi
 BUILD=${MUSA_EMU_BUILD_DIR:-$(cd "$(dirname "$BIN")" && pwd)/musa-emulation-check}
 extra=()
-[ -n "${PORTLLM_GPU_SRC_ROOT:-}" ] && extra+=("-DPORTLLM_GPU_SRC_ROOT=$PORTLLM_GPU_SRC_ROOT")
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S "$SRC" -B "$BUILD" "${gen[@]}" -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON \
   -DCMAKE_CUDA_COMPILER="$NVCC" -DCMAKE_CUDA_ARCHITECTURES=90 "${extra[@]}" >"$BUILD.configure.log" 2>&1 ||

@@ -71,7 +71,9 @@ void expect_error(const httplib::Result& r, int status, const std::string& param
   EXPECT_TRUE(j["error"]["type"].is_string());
   EXPECT_TRUE(j["error"].contains("param"));
   EXPECT_TRUE(j["error"].contains("code"));
-  if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << r->body;
+  if (!param.empty()) {
+    EXPECT_EQ(j["error"]["param"], param) << r->body;
+  }
 }
 
 }  // namespace
@@ -332,4 +334,22 @@ TEST(HttpServer, ModelsMetricsTokenize) {
   r = h.post("/tokenize", R"({"messages": [{"role": "user", "content": "hi"}]})");
   ASSERT_EQ(r->status, 200) << r->body;
   EXPECT_GT(Json::parse(r->body)["count"].get<int>(), 3);
+}
+
+TEST(HttpServer, NonStreamingDisconnectAbortsTheRequest) {
+  Harness h;
+  std::string long_script;
+  for (int i = 0; i < 300; ++i) long_script += " word";
+  h.engine->script = long_script;
+  h.engine->token_delay_ms = 20;  // ~6 s of generation: the reply switches to heartbeats
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = R"({"prompt": "x", "max_tokens": 300})";
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return false; };  // hang up at the first byte
+  h.client->send(req);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (h.engine->aborted().empty() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(h.engine->aborted().size(), 1u);
 }
