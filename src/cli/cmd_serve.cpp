@@ -1,5 +1,6 @@
 // portllm serve: the OpenAI-compatible HTTP server. Flags follow SGLang / vLLM names. The server
 // listens first (GET /health answers 503 while the model loads), then loads the engine.
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -7,16 +8,19 @@
 #include <sstream>
 #include <thread>
 
-#include <pthread.h>
+#include <signal.h>
 
 #include "cli/commands.h"
 #include "cli/engine_options.h"
 #include "core/error.h"
+#include "server/generation_run.h"
 #include "server/http_server.h"
 
 namespace portllm::cli {
 
 namespace {
+
+std::atomic<int> g_signal{0};  // set by the SIGINT/SIGTERM handler; -1: the model failed to load
 
 struct ServeOptions {
   EngineOptions engine;
@@ -66,14 +70,15 @@ void run(ServeOptions& o) {
   o.server.chat_template = resolve_chat_template(o.chat_template);
   if (o.server.max_request_bytes == 0) PL_THROW("--max-request-bytes must be positive");
 
-  // Signals are taken by sigwait() on this thread: block them before any thread starts so that
-  // the HTTP and engine threads inherit the mask. A client that disconnects must not kill us.
+  // SIGINT/SIGTERM only set a flag (whichever thread receives them, including threads that
+  // libraries started before main); this thread polls it. A client that disconnects must not
+  // kill us: SIGPIPE is ignored and write errors are handled where they occur.
   std::signal(SIGPIPE, SIG_IGN);
-  sigset_t sigs;
-  sigemptyset(&sigs);
-  sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) { g_signal.store(sig); };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 
   server::HttpServer srv(o.server);
   srv.bind();
@@ -90,17 +95,17 @@ void run(ServeOptions& o) {
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error: loading the model failed: %s\n", e.what());
       srv.set_load_error(e.what());
-      kill(getpid(), SIGTERM);  // nothing to serve: exit (the main thread is in sigwait)
+      g_signal.store(-1);  // nothing to serve: exit
     }
   });
-  int sig = 0;
-  sigwait(&sigs, &sig);
-  std::fprintf(stderr, "portllm serve: signal %d, shutting down\n", sig);
+  while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (g_signal.load() > 0) std::fprintf(stderr, "portllm serve: signal %d, shutting down\n", g_signal.load());
   loader.join();
   // Engine first: requests in flight finish with finish_reason "abort", so their streams still
   // end with data: [DONE]; then the HTTP side (which waits for those handlers) stops.
   const bool failed = !engine;
   if (engine) engine->shutdown();
+  for (int i = 0; i < 100 && server::GenerationRun::live() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   srv.stop();
   if (failed) PL_THROW("the model could not be loaded");
 }

@@ -1,10 +1,17 @@
 #include "server/generation_run.h"
 
+#include <atomic>
 #include <map>
 
 namespace portllm::server {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+std::atomic<int> g_live{0};
+}
+
+int GenerationRun::live() { return g_live.load(); }
 
 struct GenerationRun::Shared {
   std::mutex mu;
@@ -23,9 +30,13 @@ struct GenerationRun::Shared {
 GenerationRun::GenerationRun(std::shared_ptr<Engine> engine, ServerMetrics& metrics)
     : engine_(std::move(engine)), sh_(std::make_shared<Shared>()) {
   sh_->metrics = &metrics;
+  g_live++;
 }
 
-GenerationRun::~GenerationRun() { abort(); }
+GenerationRun::~GenerationRun() {
+  abort();
+  g_live--;
+}
 
 void GenerationRun::add(RequestInput input, int choice_base) {
   const int n = input.params.n;

@@ -36,6 +36,10 @@ class GenerationRun {
   bool done();
   void abort();
 
+  // Runs not yet destroyed (their HTTP responses are still being written): shutdown waits for
+  // them so that aborted streams still end with data: [DONE].
+  static int live();
+
  private:
   struct Shared;
   std::shared_ptr<Engine> engine_;
