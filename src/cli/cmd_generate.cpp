@@ -62,6 +62,8 @@ void run_single(Engine& engine, const Options& o, SamplingParams p) {
     std::lock_guard<std::mutex> lk(mu);
     if (stream) {
       std::fputs(out.text.c_str(), stdout);
+      if (!engine.has_tokenizer())  // no tokenizer.json (test fixtures, dummy configs): print ids
+        for (int32_t t : out.token_ids) std::printf("%d ", t);
       std::fflush(stdout);
     }
     texts[size_t(out.index)] += out.text;

@@ -44,7 +44,7 @@ void causal_conv1d(const CausalConv1dArgs& a, Stream&) {
   const auto& qsl = a.host_query_start_loc;
   const Tensor& st = a.conv_state;
   ThreadPool::global().parallel_for(B * blocks, [&](int64_t w0, int64_t w1, int) {
-    std::vector<float> wf(size_t(kConvBlock * K)), hist(size_t((K - 1) * kConvBlock));
+    std::vector<float> wf(size_t(kConvBlock * K)), hist(size_t((K - 1) * kConvBlock)), last(size_t((K - 1) * kConvBlock));
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / blocks, c0 = (w % blocks) * kConvBlock, nc = std::min(kConvBlock, C - c0);
       const int64_t q0 = qsl[size_t(b)], n = qsl[size_t(b) + 1] - q0;
@@ -76,9 +76,8 @@ void causal_conv1d(const CausalConv1dArgs& a, Stream&) {
         if (a.silu)
           for (int64_t c = 0; c < nc; ++c) o[c] = silu(o[c]);
       }
-      // New state: the last K-1 inputs (history included when n < K-1). Shift within hist first
-      // (reads only older entries), then copy out.
-      std::vector<float> last(size_t((K - 1) * nc));
+      // New state: the last K-1 inputs (history included when n < K-1), gathered before the slot
+      // is overwritten because they may come from the old state.
       for (int64_t j = 0; j < K - 1; ++j) std::memcpy(last.data() + j * nc, input(n - (K - 1) + j), size_t(nc) * 4);
       for (int64_t j = 0; j < K - 1; ++j) std::memcpy(sp + j * st.strides[1], last.data() + j * nc, size_t(nc) * 4);
     }
