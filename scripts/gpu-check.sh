@@ -4,13 +4,13 @@
 # BIN_DIR holds a prebuilt `portllm` (and optionally `gpu_probe` and `libs.tar.xz`, the non-CUDA
 # shared libraries the binary needs, for machines without the Debian -dev packages). Without it the
 # script builds with CMake (needs the project's dependencies installed). STAGEs: smi probe ops
-# logits bench (default: all). Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
+# logits engine bench (default: all). Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
 set -u
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
 BIN=${1:-}
 shift || true
-STAGES=${*:-smi probe ops logits bench}
+STAGES=${*:-smi probe ops logits engine bench}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 if [ -z "$BIN" ] || [ ! -x "$BIN/portllm" ]; then
@@ -65,6 +65,24 @@ if has logits; then
   timeout 120 "$PL" check-logits --device cuda --tol 3e-2 --kv-dtype bf16 --chunk-size 5 --model tests/data/models/qwen3-tiny \
     --reference tests/data/models/qwen3-tiny/reference.safetensors >"$OUT/logits-chunked.log" 2>&1
   row "check-logits qwen3-tiny chunk=5" "$(grep -h max_abs_diff "$OUT/logits-chunked.log" | tr -d '\n') rc=$?"
+fi
+
+if has engine; then
+  # The engine (continuous batching, paged KV, sampler) on the GPU: greedy stories260K must tell
+  # the same story as the CPU reference continuation, and a batch of 64 decodes must run.
+  timeout 120 "$PL" generate --device cuda --max-tokens 48 >"$OUT/generate-cuda.log" 2>&1
+  rc=$?
+  if grep -q "^Once upon a time, there was a little girl named Lily. She loved to play outside in the park." "$OUT/generate-cuda.log"; then
+    row "generate --device cuda (stories260K)" "story matches the CPU/transformers greedy text rc=$rc"
+  else
+    row "generate --device cuda (stories260K)" "MISMATCH rc=$rc: $(head -c 120 "$OUT/generate-cuda.log")"
+  fi
+  for bs in 1 64; do
+    timeout 150 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/Qwen3-0.6B --batch-size $bs \
+      --input-len 128 --output-len 64 --num-iters 2 --num-iters-warmup 1 --max-model-len 2048 --kv-dtype bf16 >"$OUT/engine-bs$bs.log" 2>&1
+    rc=$?
+    row "Qwen3-0.6B engine bs=$bs in128 out64" "$(awk '/output tok\/s/{print "tok/s="$3} /^TPOT/{print "TPOT="$3"ms"}' "$OUT/engine-bs$bs.log" | tr '\n' ' ') rc=$rc"
+  done
 fi
 
 if has bench; then

@@ -62,7 +62,7 @@ void EngineImpl::load(const EngineConfig& cfg) {
 
   const auto spec = model_->cache_spec();
   const bool recurrent = has_recurrent_layers(spec);
-  const KvPlan plan = plan_kv_cache(cfg, spec, *device_, max_model_len_);
+  const KvPlan plan = plan_kv_cache(cfg, spec, *device_, ctx_->act_dtype, max_model_len_);
   KvCacheConfig kc;
   kc.num_blocks = std::min<int64_t>(plan.num_blocks, INT_MAX);
   kc.page_size = plan.page_size;

@@ -12,8 +12,10 @@ namespace {
 constexpr int64_t kCpuKvCapBytes = int64_t(2) << 30;
 }
 
-DType resolve_kv_dtype(const std::string& name, const Device& device) {
-  if (name == "auto") return device.kind() == DeviceKind::CPU ? DType::F32 : DType::BF16;
+DType resolve_kv_dtype(const std::string& name, DType act_dtype) {
+  // auto: the activation dtype (f32 on the CPU, the checkpoint's dtype on GPUs), so the cache
+  // adds no rounding the activations do not already have.
+  if (name == "auto") return act_dtype;
   auto d = dtype_from_name(name);
   if (!d || (*d != DType::F32 && *d != DType::F16 && *d != DType::BF16))
     PL_THROW("--kv-dtype: '{}' is not one of auto, f32, f16, bf16", name);
@@ -21,9 +23,9 @@ DType resolve_kv_dtype(const std::string& name, const Device& device) {
 }
 
 KvPlan plan_kv_cache(const EngineConfig& cfg, const std::vector<LayerCacheSpec>& spec,
-                     Device& device, int64_t max_model_len) {
+                     Device& device, DType act_dtype, int64_t max_model_len) {
   KvPlan plan;
-  plan.dtype = resolve_kv_dtype(cfg.kv_dtype, device);
+  plan.dtype = resolve_kv_dtype(cfg.kv_dtype, act_dtype);
   plan.page_size = cfg.page_size > 0 ? cfg.page_size : device.caps().preferred_page_size;
   if (plan.page_size < 1) plan.page_size = 16;
   if (has_recurrent_layers(spec)) plan.num_state_slots = cfg.max_num_seqs;

@@ -20,8 +20,8 @@ struct KvPlan {
   int64_t num_state_slots = 0;
 };
 
-DType resolve_kv_dtype(const std::string& name, const Device& device);
+DType resolve_kv_dtype(const std::string& name, DType act_dtype);
 KvPlan plan_kv_cache(const EngineConfig& cfg, const std::vector<LayerCacheSpec>& spec,
-                     Device& device, int64_t max_model_len);
+                     Device& device, DType act_dtype, int64_t max_model_len);
 
 }  // namespace portllm
