@@ -5,7 +5,7 @@
 
 #include "model/archs/archs.h"
 #include "model/layers/attention.h"
-#include "model/layers/lm_head.h"
+#include "model/layers/decoder.h"
 #include "model/layers/mlp.h"
 #include "model/layers/moe.h"
 #include "model/model.h"
@@ -29,7 +29,7 @@ class Qwen3MoeModel final : public Model {
     if (cfg.raw.contains("mlp_only_layers") && cfg.raw["mlp_only_layers"].is_array())
       for (auto& v : cfg.raw["mlp_only_layers"]) mlp_only.push_back(v.get<int64_t>());
 
-    embed_ = w.load("model.embed_tokens.weight", {cfg.vocab_size, cfg.hidden_size});
+    net_.embed = w.load("model.embed_tokens.weight", {cfg.vocab_size, cfg.hidden_size});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
       Layer L;
@@ -41,34 +41,17 @@ class Qwen3MoeModel final : public Model {
       L.sparse = sparse;
       L.input_norm = w.load(p + "input_layernorm.weight", {cfg.hidden_size});
       L.post_norm = w.load(p + "post_attention_layernorm.weight", {cfg.hidden_size});
-      layers_.push_back(std::move(L));
+      net_.layers.push_back(std::move(L));
     }
-    final_norm_ = w.load("model.norm.weight", {cfg.hidden_size});
-    lm_head_ = LmHead::load(w, cfg, embed_);
+    net_.final_norm = w.load("model.norm.weight", {cfg.hidden_size});
+    net_.lm_head = LmHead::load(w, cfg, net_.embed);
   }
 
-  std::vector<LayerCacheSpec> cache_spec() const override {
-    std::vector<LayerCacheSpec> v;
-    for (auto& L : layers_) v.push_back(L.attn.cache_spec());
-    return v;
-  }
+  std::vector<LayerCacheSpec> cache_spec() const override { return net_.cache_spec(); }
 
   void forward(OpContext& ctx, const ForwardBatch& b, std::vector<LayerCache>& cache,
                const Tensor& logits) override {
-    const int64_t T = b.num_tokens, H = cfg_.hidden_size;
-    const float eps = float(cfg_.rms_norm_eps);
-    Tensor residual = ctx.act({T, H}), h = ctx.act({T, H}), delta;
-    ops::embed(ctx, residual, embed_, b.token_ids);
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      const Layer& L = layers_[l];
-      if (l == 0) ops::rms_norm(ctx, h, residual, L.input_norm, eps);
-      else ops::add_rms_norm(ctx, residual, h, delta, L.input_norm, eps);
-      delta = L.attn.forward(ctx, b, cache[l], h);
-      ops::add_rms_norm(ctx, residual, h, delta, L.post_norm, eps);
-      delta = L.sparse ? L.moe.forward(ctx, h) : L.mlp.forward(ctx, h);
-    }
-    ops::add_rms_norm(ctx, residual, h, delta, final_norm_, eps);
-    lm_head_.forward(ctx, b, h, logits);
+    net_.forward(ctx, cfg_, b, cache, logits);
   }
 
  private:
@@ -78,10 +61,9 @@ class Qwen3MoeModel final : public Model {
     SparseMoe moe;
     GatedMlp mlp;
     Tensor input_norm, post_norm;
+    Tensor ffn(OpContext& ctx, const Tensor& h) const { return sparse ? moe.forward(ctx, h) : mlp.forward(ctx, h); }
   };
-  Tensor embed_, final_norm_;
-  std::vector<Layer> layers_;
-  LmHead lm_head_;
+  PreNormDecoder<Layer> net_;
 };
 
 std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) {
