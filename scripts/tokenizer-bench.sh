@@ -33,7 +33,7 @@ def read(p):
 
 # English prose: GSM8K (if copied into tests/data) and the project's markdown docs.
 english = []
-for p in sorted(glob.glob(os.path.join(root, "tests/data/gsm8k/*.jsonl")) +
+for p in sorted(glob.glob(os.path.join(root, "data/gsm8k/*.jsonl")) +
                 glob.glob(os.path.join(root, "../shared/data/gsm8k/*.jsonl"))):
     for line in read(p).splitlines():
         try:
