@@ -142,3 +142,76 @@ TEST(Loader, DummyWeightsBuildRealShapesAtReducedDepth) {
   EXPECT_EQ(l.size(1), 151936);
   for (int64_t i = 0; i < l.numel(); ++i) ASSERT_TRUE(std::isfinite(l.ptr<float>()[i]));
 }
+
+namespace {
+// Writes `entries` as a sharded checkpoint: two safetensors files and the index.
+std::string write_sharded(const std::string& src_dir, const std::vector<std::pair<std::string, Tensor>>& entries) {
+  const fs::path dir = fs::temp_directory_path() / "portllm_loader_sharded";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(fs::path(src_dir) / "config.json", dir / "config.json");
+  nlohmann::ordered_json index;
+  for (int shard = 0; shard < 2; ++shard) {
+    const std::string fname = "model-0000" + std::to_string(shard + 1) + "-of-00002.safetensors";
+    nlohmann::ordered_json header;
+    size_t off = 0;
+    std::vector<const Tensor*> mine;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (int(i % 2) != shard) continue;
+      const auto& [name, t] = entries[i];
+      header[name] = {{"dtype", t.dtype == DType::BF16 ? "BF16" : "F32"}, {"shape", t.shape_vec()},
+                      {"data_offsets", {off, off + t.nbytes()}}};
+      off += t.nbytes();
+      mine.push_back(&t);
+      index["weight_map"][name] = fname;
+    }
+    const std::string h = header.dump();
+    std::ofstream f(dir / fname, std::ios::binary);
+    const uint64_t n = h.size();
+    f.write(reinterpret_cast<const char*>(&n), 8);
+    f << h;
+    for (const Tensor* t : mine) f.write(static_cast<const char*>(t->data), std::streamsize(t->nbytes()));
+  }
+  std::ofstream(dir / "model.safetensors.index.json") << index.dump(2);
+  return dir.string();
+}
+}  // namespace
+
+TEST(Loader, ShardedCheckpointGivesTheSameLogits) {
+  const std::string src = fixture("qwen2-tiny");
+  auto st = SafetensorsFile::open(src + "/model.safetensors");
+  std::vector<std::pair<std::string, Tensor>> all;
+  for (auto& [name, e] : st->entries()) all.emplace_back(name, st->tensor(name));
+  const std::string dir = write_sharded(src, all);
+  auto run = [&](const std::string& path) {
+    OpContext ctx(cpu());
+    ModelLoadOptions o;
+    o.path = path;
+    auto model = load_model(o, ctx);
+    SingleSequence seq(*model, ctx, 8);
+    return seq.feed({1, 5, 9, 200}, true);
+  };
+  Tensor a = run(src), b = run(dir);
+  ASSERT_EQ(a.numel(), b.numel());
+  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.ptr<float>()[i], b.ptr<float>()[i]);
+}
+
+TEST(Loader, ShardSpecGivesEachRankItsSlice) {
+  ModelConfig cfg = ModelConfig::from_file(fixture("llama3-tiny") + "/config.json");
+  WeightLoader w(fixture("llama3-tiny"), "auto", cfg, cpu());
+  const std::string name = "model.layers.0.mlp.down_proj.weight";  // [64, 160]
+  Tensor full = w.load_host(name, {64, 160});
+  for (int dim : {0, 1})
+    for (int rank : {0, 1}) {
+      Tensor part = w.load(name, {64, 160}, ShardSpec{dim, rank, 2});
+      const int64_t rows = dim == 0 ? 32 : 64, cols = dim == 0 ? 160 : 80;
+      ASSERT_EQ(part.shape_vec(), (std::vector<int64_t>{rows, cols}));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t fr = dim == 0 ? rank * 32 + r : r, fc = dim == 1 ? rank * 80 + c : c;
+          ASSERT_EQ(static_cast<const uint16_t*>(part.data)[r * part.strides[0] + c],
+                    static_cast<const uint16_t*>(full.data)[fr * 160 + fc]);
+        }
+    }
+  EXPECT_THROW(w.load(name, {64, 160}, ShardSpec{1, 0, 3}), Error);  // 160 is not divisible by 3
+}
