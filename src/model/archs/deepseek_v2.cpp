@@ -51,9 +51,16 @@ MoeSpec deepseek_moe_spec(const ModelConfig& cfg) {
   return s;
 }
 
-class DeepseekModel final : public Model {
+struct DeepseekLayer {
+  MlaAttention attn;
+  FeedForward ffn_block;
+  Tensor input_norm, post_norm;
+  Tensor ffn(OpContext& ctx, const Tensor& h) const { return ffn_block.forward(ctx, h); }
+};
+
+class DeepseekModel final : public PreNormDecoderModel<DeepseekLayer> {
  public:
-  DeepseekModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : Model(cfg) {
+  DeepseekModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : PreNormDecoderModel(cfg) {
     const MoeSpec spec = deepseek_moe_spec(cfg);
     const int64_t first_dense = cfg.get_int("first_k_dense_replace", 0);
     const int64_t freq = std::max<int64_t>(1, cfg.get_int("moe_layer_freq", 1));
@@ -65,14 +72,13 @@ class DeepseekModel final : public Model {
     net_.embed = w.load("model.embed_tokens.weight", {cfg.vocab_size, cfg.hidden_size});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
-      Layer L;
+      DeepseekLayer L;
       // Both V2 and V3 fold yarn's mscale(factor, mscale_all_dim)^2 into the softmax scale
       // (DeepSeek's code and transformers 5.17; checked against the deepseekv2-tiny fixture,
       // whose logits move by ~0.09 without it).
       L.attn = MlaAttention::load(w, ctx, p + "self_attn", cfg, /*mscale_in_softmax=*/true);
-      L.sparse = spec.num_experts > 0 && l >= first_dense && l % freq == 0;
-      if (L.sparse) L.moe = SparseMoe::load(w, p + "mlp", spec);
-      else L.mlp = GatedMlp::load(w, p + "mlp", cfg.hidden_size, cfg.intermediate_size);
+      const bool sparse = spec.num_experts > 0 && l >= first_dense && l % freq == 0;
+      L.ffn_block = FeedForward::load(w, p + "mlp", sparse, spec, cfg.intermediate_size);
       L.input_norm = w.load(p + "input_layernorm.weight", {cfg.hidden_size});
       L.post_norm = w.load(p + "post_attention_layernorm.weight", {cfg.hidden_size});
       net_.layers.push_back(std::move(L));
@@ -80,24 +86,6 @@ class DeepseekModel final : public Model {
     net_.final_norm = w.load("model.norm.weight", {cfg.hidden_size});
     net_.lm_head = LmHead::load(w, cfg, net_.embed);
   }
-
-  std::vector<LayerCacheSpec> cache_spec() const override { return net_.cache_spec(); }
-
-  void forward(OpContext& ctx, const ForwardBatch& b, std::vector<LayerCache>& cache,
-               const Tensor& logits) override {
-    net_.forward(ctx, cfg_, b, cache, logits);
-  }
-
- private:
-  struct Layer {
-    MlaAttention attn;
-    bool sparse = false;
-    SparseMoe moe;
-    GatedMlp mlp;
-    Tensor input_norm, post_norm;
-    Tensor ffn(OpContext& ctx, const Tensor& h) const { return sparse ? moe.forward(ctx, h) : mlp.forward(ctx, h); }
-  };
-  PreNormDecoder<Layer> net_;
 };
 
 std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) {

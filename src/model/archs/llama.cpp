@@ -13,15 +13,22 @@ namespace portllm {
 
 namespace {
 
-class LlamaModel final : public Model {
+struct LlamaLayer {
+  AttentionBlock attn;
+  GatedMlp mlp;
+  Tensor input_norm, post_norm;
+  Tensor ffn(OpContext& ctx, const Tensor& h) const { return mlp.forward(ctx, h); }
+};
+
+class LlamaModel final : public PreNormDecoderModel<LlamaLayer> {
  public:
-  LlamaModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : Model(cfg) {
+  LlamaModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : PreNormDecoderModel(cfg) {
     const bool qkv_bias = cfg.architecture == "Qwen2ForCausalLM" || cfg.get_bool("attention_bias", false);
     const bool qk_norm = cfg.architecture == "Qwen3ForCausalLM";
     net_.embed = w.load("model.embed_tokens.weight", {cfg.vocab_size, cfg.hidden_size});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
-      Layer L;
+      LlamaLayer L;
       L.attn = AttentionBlock::load(w, ctx, p + "self_attn", cfg, qkv_bias, qk_norm);
       L.mlp = GatedMlp::load(w, p + "mlp", cfg.hidden_size, cfg.intermediate_size);
       L.input_norm = w.load(p + "input_layernorm.weight", {cfg.hidden_size});
@@ -31,22 +38,6 @@ class LlamaModel final : public Model {
     net_.final_norm = w.load("model.norm.weight", {cfg.hidden_size});
     net_.lm_head = LmHead::load(w, cfg, net_.embed);
   }
-
-  std::vector<LayerCacheSpec> cache_spec() const override { return net_.cache_spec(); }
-
-  void forward(OpContext& ctx, const ForwardBatch& b, std::vector<LayerCache>& cache,
-               const Tensor& logits) override {
-    net_.forward(ctx, cfg_, b, cache, logits);
-  }
-
- private:
-  struct Layer {
-    AttentionBlock attn;
-    GatedMlp mlp;
-    Tensor input_norm, post_norm;
-    Tensor ffn(OpContext& ctx, const Tensor& h) const { return mlp.forward(ctx, h); }
-  };
-  PreNormDecoder<Layer> net_;
 };
 
 std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) {

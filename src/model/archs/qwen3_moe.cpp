@@ -15,9 +15,16 @@ namespace portllm {
 
 namespace {
 
-class Qwen3MoeModel final : public Model {
+struct Qwen3MoeLayer {
+  AttentionBlock attn;
+  FeedForward ffn_block;
+  Tensor input_norm, post_norm;
+  Tensor ffn(OpContext& ctx, const Tensor& h) const { return ffn_block.forward(ctx, h); }
+};
+
+class Qwen3MoeModel final : public PreNormDecoderModel<Qwen3MoeLayer> {
  public:
-  Qwen3MoeModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : Model(cfg) {
+  Qwen3MoeModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : PreNormDecoderModel(cfg) {
     MoeSpec spec;
     spec.num_experts = cfg.get_int("num_experts");
     spec.top_k = cfg.get_int("num_experts_per_tok");
@@ -32,13 +39,11 @@ class Qwen3MoeModel final : public Model {
     net_.embed = w.load("model.embed_tokens.weight", {cfg.vocab_size, cfg.hidden_size});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
-      Layer L;
+      Qwen3MoeLayer L;
       L.attn = AttentionBlock::load(w, ctx, p + "self_attn", cfg, cfg.attention_bias, /*qk_norm=*/true);
       const bool sparse = std::find(mlp_only.begin(), mlp_only.end(), l) == mlp_only.end() &&
                           spec.num_experts > 0 && sparse_step > 0 && (l + 1) % sparse_step == 0;
-      if (sparse) L.moe = SparseMoe::load(w, p + "mlp", spec);
-      else L.mlp = GatedMlp::load(w, p + "mlp", cfg.hidden_size, cfg.intermediate_size);
-      L.sparse = sparse;
+      L.ffn_block = FeedForward::load(w, p + "mlp", sparse, spec, cfg.intermediate_size);
       L.input_norm = w.load(p + "input_layernorm.weight", {cfg.hidden_size});
       L.post_norm = w.load(p + "post_attention_layernorm.weight", {cfg.hidden_size});
       net_.layers.push_back(std::move(L));
@@ -46,24 +51,6 @@ class Qwen3MoeModel final : public Model {
     net_.final_norm = w.load("model.norm.weight", {cfg.hidden_size});
     net_.lm_head = LmHead::load(w, cfg, net_.embed);
   }
-
-  std::vector<LayerCacheSpec> cache_spec() const override { return net_.cache_spec(); }
-
-  void forward(OpContext& ctx, const ForwardBatch& b, std::vector<LayerCache>& cache,
-               const Tensor& logits) override {
-    net_.forward(ctx, cfg_, b, cache, logits);
-  }
-
- private:
-  struct Layer {
-    AttentionBlock attn;
-    bool sparse = false;
-    SparseMoe moe;
-    GatedMlp mlp;
-    Tensor input_norm, post_norm;
-    Tensor ffn(OpContext& ctx, const Tensor& h) const { return sparse ? moe.forward(ctx, h) : mlp.forward(ctx, h); }
-  };
-  PreNormDecoder<Layer> net_;
 };
 
 std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) {

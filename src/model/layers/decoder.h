@@ -10,6 +10,7 @@
 #include "model/config.h"
 #include "model/forward_batch.h"
 #include "model/layers/lm_head.h"
+#include "model/model.h"
 #include "ops/ops.h"
 
 namespace portllm {
@@ -43,6 +44,21 @@ struct PreNormDecoder {
     ops::add_rms_norm(ctx, residual, h, delta, final_norm, eps);
     lm_head.forward(ctx, b, h, logits);
   }
+};
+
+// A Model that is exactly this stack: a family's constructor loads net_ and nothing else.
+template <class Layer>
+class PreNormDecoderModel : public Model {
+ public:
+  std::vector<LayerCacheSpec> cache_spec() const override { return net_.cache_spec(); }
+  void forward(OpContext& ctx, const ForwardBatch& b, std::vector<LayerCache>& cache,
+               const Tensor& logits) override {
+    net_.forward(ctx, cfg_, b, cache, logits);
+  }
+
+ protected:
+  explicit PreNormDecoderModel(const ModelConfig& cfg) : Model(cfg) {}
+  PreNormDecoder<Layer> net_;
 };
 
 }  // namespace portllm

@@ -43,4 +43,22 @@ struct SparseMoe {
   Tensor forward(OpContext& ctx, const Tensor& x) const;  // [T, H] -> [T, H]
 };
 
+// A decoder layer's feed-forward block in a MoE model: sparse experts, or a dense SwiGLU MLP on
+// the layers the config keeps dense (first_k_dense_replace, mlp_only_layers, sparse step).
+struct FeedForward {
+  bool sparse = false;
+  SparseMoe moe;
+  GatedMlp mlp;
+
+  static FeedForward load(WeightLoader& w, const std::string& prefix, bool sparse, const MoeSpec& spec,
+                          int64_t dense_intermediate) {
+    FeedForward f;
+    f.sparse = sparse;
+    if (sparse) f.moe = SparseMoe::load(w, prefix, spec);
+    else f.mlp = GatedMlp::load(w, prefix, spec.hidden, dense_intermediate);
+    return f;
+  }
+  Tensor forward(OpContext& ctx, const Tensor& x) const { return sparse ? moe.forward(ctx, x) : mlp.forward(ctx, x); }
+};
+
 }  // namespace portllm
