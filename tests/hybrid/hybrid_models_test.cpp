@@ -16,32 +16,16 @@
 #include "runtime/kv_cache.h"
 #include "runtime/single_sequence.h"
 
+#include "../common/model_fixtures.h"
+
 using namespace portllm;
+using namespace portllm::testing;
 
 namespace {
-Device& cpu() {
-  register_builtin_backends();
-  return *BackendRegistry::instance().device("cpu");
-}
 
-std::string fixture(const std::string& name) { return std::string(PORTLLM_TEST_DATA) + "/models/" + name; }
 
 const char* const kFixtures[] = {"qwen35text-tiny", "qwen3next-tiny", "qwen35moetext-tiny"};
 
-struct Reference {
-  std::vector<int32_t> tokens;
-  Tensor logits;  // [T, V] f32
-  std::shared_ptr<SafetensorsFile> file;
-};
-
-Reference read_reference(const std::string& dir) {
-  Reference r;
-  r.file = SafetensorsFile::open(dir + "/reference.safetensors");
-  Tensor t = r.file->tensor("tokens");
-  for (int64_t i = 0; i < t.size(0); ++i) r.tokens.push_back(int32_t(t.ptr<int64_t>()[i]));
-  r.logits = r.file->tensor("logits");
-  return r;
-}
 
 // Max |logit - reference| feeding the reference tokens `chunk` at a time (0: all at once).
 double max_diff(const std::string& name, int chunk) {

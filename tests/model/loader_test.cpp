@@ -16,16 +16,14 @@
 #include "model/safetensors.h"
 #include "runtime/single_sequence.h"
 
+#include "../common/model_fixtures.h"
+
 using namespace portllm;
+using namespace portllm::testing;
 namespace fs = std::filesystem;
 
 namespace {
-Device& cpu() {
-  register_builtin_backends();
-  return *BackendRegistry::instance().device("cpu");
-}
 
-std::string fixture(const std::string& name) { return std::string(PORTLLM_TEST_DATA) + "/models/" + name; }
 
 // Writes a copy of a model dir whose safetensors holds `entries` (name -> tensor).
 std::string write_model(const std::string& src_dir, const std::string& tag,
