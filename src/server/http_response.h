@@ -28,6 +28,18 @@ std::string served_model_name(const ServerState& st);
 
 // Events for an SSE stream: "data: <json>\n\n" and the final "data: [DONE]\n\n".
 std::string sse_event(const Json& j);
+
+// The events that close a stream: an error event when any choice failed, else the usage chunk
+// (built by `usage_chunk()`) when the client asked for it. Shared by chat and completions.
+template <class Choices, class UsageChunk>
+void append_stream_end(std::string& out, const Choices& choices, bool include_usage, const UsageChunk& usage_chunk) {
+  for (const auto& c : choices)
+    if (!c.error.empty()) {
+      out += sse_event(error_body("generation failed: " + c.error, "internal_error", "", ""));
+      return;
+    }
+  if (include_usage) out += sse_event(usage_chunk());
+}
 inline const char* sse_done() { return "data: [DONE]\n\n"; }
 
 // Non-streaming delivery. `consume` sees every output; `build` makes the reply once all samples

@@ -153,13 +153,9 @@ void handle(ServerState& st, const httplib::Request& http_req, httplib::Response
   };
   const bool include_usage = req.include_usage;
   auto on_end = [choices, include_usage, usage, id, created, model](std::string& out) {
-    for (auto& c : *choices)
-      if (!c.error.empty()) {
-        out += sse_event(error_body("generation failed: " + c.error, "internal_error", "", ""));
-        return;
-      }
-    if (include_usage)
-      out += sse_event(Json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", Json::array()}, {"usage", usage()}});
+    append_stream_end(out, *choices, include_usage, [&] {
+      return Json{{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model}, {"choices", Json::array()}, {"usage", usage()}};
+    });
   };
   deliver_stream(res, run, on_output, on_end);
 }
