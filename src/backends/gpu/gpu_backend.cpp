@@ -16,6 +16,9 @@ void register_gpu_backend() {
   gpu::register_pointwise_kernels();
   gpu::register_matmul_kernels();
   gpu::register_attention_kernels();
+  gpu::register_moe_kernels();
+  gpu::register_moe_gemm_kernels();
+  gpu::register_matmul_fp8_kernels();
 #if defined(PORTLLM_GPU_MUSA)
   const char* name = "musa";
 #else

@@ -87,7 +87,8 @@ std::vector<OpCase> route_grouped_cases(DType act) {
   for (RouteShape s : {RouteShape{5, 16, 4, true, 2.5f, 4, 2, Sg, T2, true}, {64, 256, 8, true, 2.5f, 8, 4, Sg, T2, true},
                        {512, 64, 8, true, 1.f, 1, 1, Sg, T2, true}, {17, 64, 6, false, 1.f, 8, 3, Sm, Mx, false},
                        {3, 8, 2, false, 1.f, 2, 1, Sm, Mx, false}, {9, 160, 6, false, 16.f, 8, 3, Sm, Mx, false},
-                       {1, 8, 1, true, 1.f, 8, 1, Sg, T2, true}, {31, 32, 8, true, 1.f, 4, 4, Sg, T2, false}})
+                       {1, 8, 1, true, 1.f, 8, 1, Sg, T2, true}, {31, 32, 8, true, 1.f, 4, 4, Sg, T2, false},
+                       {20, 384, 8, true, 2.827f, 1, 1, Sg, T2, true}})
     v.push_back(route_case(s, Op::MOE_ROUTE_GROUPED));
   return v;
 }
@@ -95,7 +96,8 @@ std::vector<OpCase> route_grouped_cases(DType act) {
 std::vector<OpCase> permute_cases(DType act) {
   std::vector<OpCase> v;
   for (auto [T, E, k, H, align] : {std::tuple{1, 8, 1, 16, 1}, {7, 8, 2, 13, 1}, {64, 64, 6, 32, 1}, {512, 128, 8, 8, 1},
-                                   {33, 256, 8, 5, 1}, {13, 16, 4, 24, 4}, {100, 32, 2, 16, 16}}) {
+                                   {33, 256, 8, 5, 1}, {13, 16, 4, 24, 4}, {100, 32, 2, 16, 16},
+                                   {1, 256, 8, 64, 64}, {300, 64, 8, 40, 8}}) {
     CaseRng r(uint64_t(T * 7 + E + k * 3 + H + align));
     const int R = T * k + E * (align - 1);
     OpCase c;
@@ -116,7 +118,8 @@ std::vector<OpCase> permute_cases(DType act) {
   return v;
 }
 
-struct GemmShape { int E, R, N, K; DType wt; int block; };  // block 0 = per-tensor (fp8)
+// block 0 = per-tensor (fp8); tail = rows past expert_offsets[E] (never written, stay NaN).
+struct GemmShape { int E, R, N, K; DType wt; int block; int tail = 0; };
 
 std::vector<OpCase> gemm_cases(DType act) {
   std::vector<OpCase> v;
@@ -125,22 +128,26 @@ std::vector<OpCase> gemm_cases(DType act) {
                                    {64, 40, 32, 24, DType::BF16, 0}, {256, 300, 16, 32, DType::BF16, 0},
                                    {4, 64, 96, 128, DType::F16, 0},  {3, 3, 13, 7, DType::BF16, 0},
                                    {16, 512, 8, 16, DType::BF16, 0}, {4, 30, 256, 256, F8, 128},
-                                   {3, 9, 200, 130, F8, 128},        {8, 5, 64, 96, F8, 0}};
+                                   {3, 9, 200, 130, F8, 128},        {8, 5, 64, 96, F8, 0},
+                                   // many rows per expert (64-row tiles), a tail of unused rows
+                                   {8, 700, 96, 160, DType::BF16, 0, 5}, {4, 300, 256, 256, F8, 128, 0},
+                                   {2, 200, 72, 40, DType::F32, 0, 3},   {6, 33, 136, 200, F8, 128, 7}};
   for (const GemmShape& s : shapes) {
     if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
     CaseRng r(uint64_t(s.E * 31 + s.R * 7 + s.N + s.K + int(s.wt)));
     // Random segment sizes summing to R, with some experts empty.
     std::vector<int32_t> off(static_cast<size_t>(s.E + 1), 0);
     std::vector<int> cnt(static_cast<size_t>(s.E), 0);
-    for (int i = 0; i < s.R; ++i) cnt[size_t(r.integer(0, std::max(0, s.E - 1 - (s.E > 4 ? s.E / 4 : 0))))]++;
+    for (int i = 0; i < s.R - s.tail; ++i) cnt[size_t(r.integer(0, std::max(0, s.E - 1 - (s.E > 4 ? s.E / 4 : 0))))]++;
     for (int e = 0; e < s.E; ++e) off[size_t(e + 1)] = off[size_t(e)] + cnt[size_t(e)];
     const double wscale = 1.0 / std::sqrt(double(s.K));
     const bool fp8 = s.wt == F8;
     const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
     OpCase c;
     c.op = Op::MOE_GEMM;
-    c.name = fmt::format("E={} R={} N={} K={} w={}{}", s.E, s.R, s.N, s.K, dtype_name(s.wt),
-                         fp8 ? (s.block ? " block128" : " per-tensor") : "");
+    c.name = fmt::format("E={} R={} N={} K={} w={}{}{}", s.E, s.R, s.N, s.K, dtype_name(s.wt),
+                         fp8 ? (s.block ? " block128" : " per-tensor") : "",
+                         s.tail ? fmt::format(" tail={}", s.tail) : std::string());
     c.tensors = {CaseRng::filled(act, {s.R, s.N}, kNaN), r.tensor(act, {s.R, s.K}),
                  fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -448, 448) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
                  fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / 448, 1.5 * wscale / 448)

@@ -1,0 +1,39 @@
+// The tiled (grouped) GEMM of moe_gemm.cu, shared by MOE_GEMM and MATMUL_FP8_BLOCK:
+// out[r, n] = sum_k x[r, k] * W[e(r)][n, k] (* fp8 block scale) (+ bias[n]), f32 accumulation.
+// With expert_offsets, rows [off[e], off[e+1]) use expert e's weights and rows >= off[E] are not
+// written; the offsets stay on the device (no host sync). Without, every row uses W[0].
+#pragma once
+#include <cstdint>
+
+#include "backend/device.h"
+#include "core/dtype.h"
+
+namespace portllm::gpu {
+
+struct GroupedGemmParams {
+  void* out = nullptr;
+  DType out_t = DType::F32;
+  int64_t out_ld = 0;
+  const void* x = nullptr;
+  DType x_t = DType::F32;
+  int64_t x_ld = 0;
+  const void* w = nullptr;  // [E][N, K]: row stride w_ld, expert stride w_es (elements)
+  DType w_t = DType::F32;   // f32 / bf16 / f16, or F8E4M3 with scale
+  int64_t w_ld = 0, w_es = 0;
+  const float* scale = nullptr;  // fp8: scale[e * s_es + (n / block_n) * s_s0 + (k / block_k) * s_s1]
+  int64_t s_es = 0, s_s0 = 0, s_s1 = 0;
+  int block_n = 1, block_k = 1;
+  const float* bias = nullptr;  // f32 [N] or null
+  int64_t rows = 0, N = 0, K = 0;
+  const int32_t* expert_offsets = nullptr;  // [E + 1] on the device, or null: one group of all rows
+  int num_experts = 1;
+};
+
+// Launches on s; x_t is f32/bf16/f16; out_t equals x_t, or is f32 for fp8 weights.
+void launch_grouped_gemm(const GroupedGemmParams& p, Stream& s);
+
+// dst[n, k] (dtype dst_t, row stride dst_ld) = fp8 W[n, k] * scale[(n / block_n) * s_s0 + (k / block_k) * s_s1].
+void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, int64_t w_ld, const float* scale,
+                        int64_t s_s0, int64_t s_s1, int block_n, int block_k, int64_t N, int64_t K, Stream& s);
+
+}  // namespace portllm::gpu
