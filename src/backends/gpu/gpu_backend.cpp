@@ -16,6 +16,8 @@ void register_gpu_backend() {
   gpu::register_pointwise_kernels();
   gpu::register_matmul_kernels();
   gpu::register_attention_kernels();
+  gpu::register_mla_kernels();
+  gpu::register_gdn_kernels();
   gpu::register_moe_kernels();
   gpu::register_moe_gemm_kernels();
   gpu::register_matmul_fp8_kernels();

@@ -132,6 +132,40 @@ std::vector<OpCase> kv_write_cases(DType act) {
       v.push_back(std::move(c));
     }
   }
+  // MLA's latent cache [NB, page, 1, Dc + Dr]: "K" is the c half and "V" the k_pe half of each
+  // row (strided cache views with K and V widths that differ), both read from one [T, Dc + Dr]
+  // projection row (strided k/v views), as layers/mla_attention.cpp writes it.
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
+    if (act != DType::F32 && cache_dt != act) continue;
+    for (auto [T, Dc, Dr, page] : {std::tuple{7, 32, 8, 16}, {13, 512, 64, 64}}) {
+      CaseRng r(uint64_t(T * 5 + Dc + Dr + page + int(cache_dt) + 1000));
+      const int nb = (T + page - 1) / page * 2 + 1, W = Dc + Dr + 3;
+      std::vector<int32_t> slots(static_cast<size_t>(nb * page));
+      std::iota(slots.begin(), slots.end(), 0);
+      for (int i = nb * page - 1; i > 0; --i) std::swap(slots[size_t(i)], slots[size_t(r.integer(0, i))]);
+      slots.resize(size_t(T));
+      slots[1] = -1;
+      OpCase c;
+      c.op = Op::KV_WRITE;
+      c.name = fmt::format("MLA latent T={} Dc={} Dr={} page={} cache={}", T, Dc, Dr, page, dtype_name(cache_dt));
+      c.tol = 0;
+      c.tensors = {r.tensor(act, {T, W}), r.tensor(cache_dt, {nb, page, 1, Dc + Dr}), r.ints(slots, {T})};
+      c.outputs = {1};
+      const int64_t dc = Dc, dr = Dr;
+      c.invoke = [=](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        auto heads1 = [&](int64_t col0, int64_t d) {  // [T, 1, d] view of columns col0.. of t[0]
+          Tensor x = t[0].slice(1, col0, d);
+          x.ndim = 3;
+          x.shape = {t[0].shape[0], 1, d, 0, 0};
+          x.strides = {t[0].strides[0], d, 1, 0, 0};
+          return x;
+        };
+        KvWriteArgs a{heads1(0, dc), heads1(dc, dr), t[1].slice(3, 0, dc), t[1].slice(3, dc, dr), t[2]};
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
   return v;
 }
 }  // namespace

@@ -62,7 +62,8 @@ std::vector<OpCase> conv_cases(DType act, bool decode) {
               {8192, 4, {1, 1, 1, 1}, {1, 1, 0, 1}}};
   else
     shapes = {{13, 4, {5}, {0}},          {64, 4, {1, 7, 2}, {0, 1, 1}}, {136, 3, {13, 3, 1, 20}, {1, 0, 1, 0}},
-              {7, 2, {4, 9}, {1, 1}},     {256, 4, {2, 65}, {1, 0}},      {1024, 4, {33}, {1}}};
+              {7, 2, {4, 9}, {1, 1}},     {256, 4, {2, 65}, {1, 0}},      {1024, 4, {33}, {1}},
+              {96, 4, {130, 1, 64}, {1, 1, 0}}};  // several 64-token chunks, chunk edges
   std::vector<OpCase> v;
   for (const ConvShape& s : shapes)
     for (DType wt : {DType::F32, DType::BF16}) {

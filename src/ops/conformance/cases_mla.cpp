@@ -25,7 +25,12 @@ std::vector<MlaShape> shapes() {
           {{1}, {300}, 8, 512, 64, 64},        {{1, 1}, {40, 70}, 128, 64, 16, 16},
           {{5}, {5}, 4, 32, 8, 16},            {{7, 13}, {7, 20}, 8, 64, 16, 16},
           {{1, 5, 3}, {9, 5, 40}, 16, 128, 32, 64}, {{33}, {60}, 2, 512, 64, 16},
-          {{3}, {3}, 1, 16, 8, 16}};
+          {{3}, {3}, 1, 16, 8, 16},
+          // Long decode contexts (split-KV with many splits) at DeepSeek's latent width; a short
+          // chunk over a long cached prefix (splits in prefill); one head with more queries
+          // than a GPU row block; an odd head count whose row blocks straddle tokens.
+          {{1, 1}, {1000, 2000}, 16, 512, 64, 64}, {{3, 1}, {500, 1200}, 4, 64, 16, 16},
+          {{70}, {100}, 1, 32, 8, 16},             {{5, 9}, {12, 9}, 3, 48, 16, 16}};
 }
 
 std::vector<OpCase> mla_cases(DType act) {

@@ -1,0 +1,350 @@
+// MLA_ATTENTION: absorbed multi-head latent attention over the paged latent cache (DeepSeek
+// V2/V3). Semantics: ops/op_args_moe.h (MlaAttentionArgs); oracle: ops/ref/mla_ref.cpp.
+//
+// Every query head attends to the same single latent KV head (c | k_pe, Dc + Dr values per
+// token), so a block serves R query "rows" at once: rows are (token, head) pairs of one
+// sequence, flattened as token * H + head, so a decode block holds R heads of one token and a
+// prefill block R heads of one token or several tokens of few heads. Each latent tile of BK keys
+// is gathered through the block table into shared memory once (f32, row stride padded to an odd
+// count against bank conflicts) and serves all R rows: that reuse across heads is the point of
+// MLA. Per tile:
+//   1. scores: one thread per (row, key) pair: s = q_row . k_key over Dc + Dr (q pre-scaled),
+//      -inf past the row's causal limit (position ctx - q_len + token) or the block's key range;
+//   2. online softmax: one warp per row updates the running max and sum and turns the tile's
+//      scores into probabilities (BK <= kWarpSize, lane j holds key j);
+//   3. output: each thread owns R * Dc / 256 output values (<= 32, in registers), rescales them
+//      by the row's alpha and adds sum_j p[row, j] * c_j[d].
+// Split-KV: when the grid is small (decode, or a short chunk over a long cached prefix), the
+// key range is cut into splits that write unnormalized partials (max, sum, output) to scratch,
+// merged by a second kernel, as ATTN_DECODE does.
+//
+// Shared memory: ((R + BK) * ld + R * BK + 4 R) floats, ld = (Dc + Dr) | 1: 75 KB at DeepSeek's
+// 512 + 64 with R = BK = 16. The launcher halves R and BK until the device's limit holds them
+// (opting into dynamic shared memory above 48 KB where the caps allow it; MUSA's 48 KB gets
+// R = BK = 8); supports() refuses a latent width even R = 1, BK = 4 cannot hold.
+// Prefill is the same kernel: correct for ragged batches with cached prefixes, but it reads the
+// latent once per row block; a tensor-core prefill (or the non-absorbed form) is the fast path
+// still to write.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/gpu/gpu_kernels.h"
+#include "backends/gpu/kernel_common.cuh"
+#include "ops/op_args_moe.h"
+#include "ops/registry.h"
+
+namespace portllm::gpu {
+
+namespace {
+constexpr auto kKind =
+#if defined(PORTLLM_GPU_MUSA)
+    DeviceKind::MUSA;
+#else
+    DeviceKind::CUDA;
+#endif
+constexpr int kThreads = 256;
+constexpr int kMaxAcc = 32;                           // output values per thread
+constexpr int kMaxRows = 64;                          // rows per block
+constexpr int kMaxBK = kWarpSize < 16 ? kWarpSize : 16;  // keys per tile (<= kWarpSize)
+constexpr int kMinBK = kMaxBK < 4 ? kMaxBK : 4;
+constexpr int kMaxDc = kMaxAcc * kThreads;            // R = 1
+
+struct MlaParams {
+  const void* q_lat;
+  const void* q_pe;
+  void* out;
+  const void* cache;
+  const int32_t* block_tables;
+  const int32_t* seq_lens;
+  const int32_t* qsl;
+  int64_t ql_s0, ql_s1, qp_s0, qp_s1, o_s0, o_s1, c_s0, c_s1, bt_s0;
+  int H, Dc, Dr, page;
+  int R, BK, ld, nacc;  // rows per block, keys per tile, smem row stride, outputs per thread
+  float scale;
+  int splits, chunk;
+  float* part_o;   // [T * H, splits, Dc]
+  float* part_ml;  // [T * H, splits, 2]
+};
+
+size_t smem_bytes(int R, int BK, int ld) {
+  return sizeof(float) * (size_t(R + BK) * size_t(ld) + size_t(R) * BK + 3 * size_t(R)) + sizeof(int) * size_t(R);
+}
+int padded_ld(int Dkv) { return Dkv | 1; }
+
+template <class TQ, class TC>
+__global__ void __launch_bounds__(kThreads) mla_kernel(MlaParams p) {
+  const int b = blockIdx.y, split = blockIdx.z;
+  const int q0 = p.qsl[b], q_len = p.qsl[b + 1] - q0, ctx = p.seq_lens[b];
+  const int H = p.H, R = p.R, BK = p.BK, Dc = p.Dc, Dkv = p.Dc + p.Dr, lds = p.ld;
+  const int64_t nrows = int64_t(q_len) * H;
+  const int64_t r0 = int64_t(blockIdx.x) * R;
+  if (r0 >= nrows) return;  // whole block past this sequence's rows (uniform)
+  const int nr = int(min(int64_t(R), nrows - r0));
+  const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
+  constexpr int kWarps = kThreads / kWarpSize;
+
+  extern __shared__ float smem[];
+  float* sq = smem;             // [R][ld] scaled query rows (latent | rope)
+  float* sk = sq + R * lds;      // [BK][ld] latent tile
+  float* sp = sk + BK * lds;     // [R][BK] scores, then probabilities
+  float* s_m = sp + R * BK;     // [R] running max
+  float* s_l = s_m + R;         // [R] running sum
+  float* s_a = s_l + R;         // [R] this tile's rescale factor
+  int* s_lim = reinterpret_cast<int*>(s_a + R);  // [R] last key position the row may see
+
+  const int first_pos = ctx - q_len;  // position of the sequence's first query token
+  const TQ* ql = static_cast<const TQ*>(p.q_lat);
+  const TQ* qp = static_cast<const TQ*>(p.q_pe);
+  for (int e = tid; e < R * Dkv; e += kThreads) {
+    const int rr = e / Dkv, d = e % Dkv;
+    float v = 0.f;
+    if (rr < nr) {
+      const int64_t row = r0 + rr;
+      const int64_t tok = q0 + row / H, h = row % H;
+      v = d < Dc ? ld(ql, tok * p.ql_s0 + h * p.ql_s1 + d) : ld(qp, tok * p.qp_s0 + h * p.qp_s1 + (d - Dc));
+    }
+    sq[rr * lds + d] = v * p.scale;
+  }
+  for (int rr = tid; rr < R; rr += kThreads) {
+    s_m[rr] = -INFINITY;
+    s_l[rr] = 0.f;
+    s_a[rr] = 1.f;
+    s_lim[rr] = rr < nr ? first_pos + int((r0 + rr) / H) : -1;
+  }
+  // Keys this block looks at: its split's range, up to its last row's causal limit.
+  const int max_pos = first_pos + int((r0 + nr - 1) / H);
+  const int kstart = split * p.chunk;
+  const int kend = min(min(ctx, kstart + p.chunk), max_pos + 1);
+
+  float acc[kMaxAcc];
+#pragma unroll
+  for (int i = 0; i < kMaxAcc; ++i) acc[i] = 0.f;
+
+  const TC* cache = static_cast<const TC*>(p.cache);
+  const int32_t* bt = p.block_tables + int64_t(b) * p.bt_s0;
+  for (int kt = kstart; kt < kend; kt += BK) {
+    __syncthreads();  // q and stats initialized / previous tile consumed
+    for (int e = tid; e < BK * Dkv; e += kThreads) {
+      const int j = e / Dkv, d = e % Dkv, pos = kt + j;
+      float v = 0.f;
+      if (pos < kend) {
+        const int64_t slot = int64_t(bt[pos / p.page]) * p.page + pos % p.page;
+        v = ld(cache, (slot / p.page) * p.c_s0 + (slot % p.page) * p.c_s1 + d);
+      }
+      sk[j * lds + d] = v;
+    }
+    __syncthreads();
+    for (int pr = tid; pr < R * BK; pr += kThreads) {
+      const int rr = pr / BK, j = pr % BK, pos = kt + j;
+      float s = -INFINITY;
+      if (pos < kend && pos <= s_lim[rr]) {
+        const float* qr = sq + rr * lds;
+        const float* kr = sk + j * lds;
+        float dot = 0.f;
+        for (int d = 0; d < Dkv; ++d) dot += qr[d] * kr[d];
+        s = dot;
+      }
+      sp[pr] = s;
+    }
+    __syncthreads();
+    for (int rr = warp; rr < R; rr += kWarps) {  // warp-uniform loop: full-warp shuffles below
+      const float s = lane < BK ? sp[rr * BK + lane] : -INFINITY;
+      const float m_old = s_m[rr];
+      const float m_new = fmaxf(m_old, warp_max(s));
+      const float pr = s == -INFINITY ? 0.f : expf(s - m_new);
+      const float alpha = m_new == -INFINITY ? 1.f : expf(m_old - m_new);
+      const float sum = warp_sum(pr);
+      if (lane < BK) sp[rr * BK + lane] = pr;
+      if (lane == 0) {
+        s_l[rr] = s_l[rr] * alpha + sum;
+        s_m[rr] = m_new;
+        s_a[rr] = alpha;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < kMaxAcc; ++i) {
+      const int o = tid + i * kThreads;
+      if (i < p.nacc && o < R * Dc) {
+        const int rr = o / Dc, d = o % Dc;
+        const float* prow = sp + rr * BK;
+        float a = acc[i] * s_a[rr];
+        for (int j = 0; j < BK; ++j) a += prow[j] * sk[j * lds + d];
+        acc[i] = a;
+      }
+    }
+  }
+  __syncthreads();  // final stats visible (also when the block had no keys)
+
+  TQ* out = static_cast<TQ*>(p.out);
+#pragma unroll
+  for (int i = 0; i < kMaxAcc; ++i) {
+    const int o = tid + i * kThreads;
+    if (i < p.nacc && o < nr * Dc) {
+      const int rr = o / Dc, d = o % Dc;
+      const int64_t row = r0 + rr;
+      const int64_t tok = q0 + row / H, h = row % H;
+      if (p.splits == 1) {
+        const float l = s_l[rr];
+        out[tok * p.o_s0 + h * p.o_s1 + d] = cvt<TQ>(l > 0.f ? acc[i] / l : 0.f);
+      } else {
+        p.part_o[((tok * H + h) * p.splits + split) * Dc + d] = acc[i];
+      }
+    }
+  }
+  if (p.splits > 1)
+    for (int rr = tid; rr < nr; rr += kThreads) {
+      const int64_t row = r0 + rr;
+      const int64_t tok = q0 + row / H, h = row % H;
+      const int64_t idx = (tok * H + h) * p.splits + split;
+      p.part_ml[idx * 2] = s_m[rr];
+      p.part_ml[idx * 2 + 1] = s_l[rr];
+    }
+}
+
+// Merges the splits of one (token, head) row: grid (max_q_len * H, B).
+template <class TQ>
+__global__ void mla_combine_kernel(MlaParams p) {
+  const int b = blockIdx.y;
+  const int q0 = p.qsl[b], q_len = p.qsl[b + 1] - q0;
+  const int64_t row = blockIdx.x;
+  if (row >= int64_t(q_len) * p.H) return;
+  const int64_t tok = q0 + row / p.H, h = row % p.H;
+  const int64_t base = (tok * p.H + h) * p.splits;
+  float M = -INFINITY;
+  for (int s = 0; s < p.splits; ++s)
+    if (p.part_ml[(base + s) * 2 + 1] > 0.f) M = fmaxf(M, p.part_ml[(base + s) * 2]);
+  float L = 0.f;
+  for (int s = 0; s < p.splits; ++s) {
+    const float ls = p.part_ml[(base + s) * 2 + 1];
+    if (ls > 0.f) L += ls * expf(p.part_ml[(base + s) * 2] - M);
+  }
+  TQ* orow = static_cast<TQ*>(p.out) + tok * p.o_s0 + h * p.o_s1;
+  for (int d = threadIdx.x; d < p.Dc; d += blockDim.x) {
+    float o = 0.f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float ls = p.part_ml[(base + s) * 2 + 1];
+      if (ls > 0.f) o += p.part_o[(base + s) * p.Dc + d] * expf(p.part_ml[(base + s) * 2] - M);
+    }
+    orow[d] = cvt<TQ>(L > 0.f ? o / L : 0.f);
+  }
+}
+
+size_t smem_limit(const DeviceCaps& c) { return std::max(c.shared_mem_per_block, c.shared_mem_per_block_optin); }
+
+// Rows per block and keys per tile for a latent width: as many rows as the register budget
+// allows (R * Dc <= kMaxAcc * kThreads), no more than there are rows, then halved (R down to 8
+// first, then BK, then R) until shared memory fits. Returns false when nothing fits.
+bool pick_tiles(int Dc, int Dr, int64_t rows_needed, size_t limit, int& R, int& BK) {
+  const int ld = padded_ld(Dc + Dr);
+  R = int(std::max<int64_t>(1, std::min<int64_t>({kMaxRows, kMaxDc / std::max(Dc, 1), std::max<int64_t>(1, rows_needed)})));
+  BK = kMaxBK;
+  while (smem_bytes(R, BK, ld) > limit) {
+    if (R > 8)
+      R = (R + 1) / 2;
+    else if (BK > kMinBK)
+      BK /= 2;
+    else if (R > 1)
+      R = (R + 1) / 2;
+    else
+      return false;
+  }
+  return true;
+}
+
+void mla_attention(const MlaAttentionArgs& a, Stream& s) {
+  const int B = int(a.seq_lens.size(0));
+  const int64_t T = a.q_latent.size(0);
+  if (B == 0 || T == 0) return;
+  MlaParams p{};
+  p.q_lat = a.q_latent.data;
+  p.q_pe = a.q_pe.data;
+  p.out = a.out.data;
+  p.cache = a.latent_cache.data;
+  p.block_tables = a.block_tables.ptr<int32_t>();
+  p.seq_lens = a.seq_lens.ptr<int32_t>();
+  p.qsl = a.query_start_loc.ptr<int32_t>();
+  p.ql_s0 = a.q_latent.strides[0];
+  p.ql_s1 = a.q_latent.strides[1];
+  p.qp_s0 = a.q_pe.strides[0];
+  p.qp_s1 = a.q_pe.strides[1];
+  p.o_s0 = a.out.strides[0];
+  p.o_s1 = a.out.strides[1];
+  p.c_s0 = a.latent_cache.strides[0];
+  p.c_s1 = a.latent_cache.strides[1];
+  p.bt_s0 = a.block_tables.strides[0];
+  p.H = int(a.q_latent.size(1));
+  p.Dc = int(a.q_latent.size(2));
+  p.Dr = int(a.q_pe.size(2));
+  p.page = int(a.latent_cache.size(1));
+  p.scale = a.scale;
+  if (a.q_pe.dtype != a.q_latent.dtype || a.out.dtype != a.q_latent.dtype)
+    fail("mla_attention: q_latent, q_pe and out dtypes differ");
+  if (a.latent_cache.size(3) < p.Dc + p.Dr) fail("mla_attention: latent cache narrower than Dc + Dr");
+
+  // Host sizes: the longest query and context (mirrors when given, else the caller's maxima).
+  int max_q = a.max_q_len, max_ctx = a.max_seq_len;
+  for (size_t i = 1; i < a.host_query_start_loc.size(); ++i)
+    max_q = std::max(max_q, a.host_query_start_loc[i] - a.host_query_start_loc[i - 1]);
+  for (int32_t l : a.host_seq_lens) max_ctx = std::max(max_ctx, int(l));
+  if (max_q <= 0) return;
+  max_ctx = std::max(max_ctx, 1);
+
+  const DeviceCaps& caps = caps_of(s);
+  const size_t limit = smem_limit(caps);
+  if (!pick_tiles(p.Dc, p.Dr, int64_t(max_q) * p.H, limit, p.R, p.BK))
+    fail("mla_attention: latent width too large for this device's shared memory");
+  p.ld = padded_ld(p.Dc + p.Dr);
+  p.nacc = (p.R * p.Dc + kThreads - 1) / kThreads;
+  const size_t smem = smem_bytes(p.R, p.BK, p.ld);
+  const int row_blocks = int((int64_t(max_q) * p.H + p.R - 1) / p.R);
+
+  // Split the keys when the grid would not fill the device twice over (no split under 64 keys,
+  // at most 64 splits). Blocks per split: the row blocks sequences really have.
+  int64_t blocks = 0;
+  if (a.host_query_start_loc.size() == size_t(B) + 1)
+    for (int i = 0; i < B; ++i)
+      blocks += (int64_t(a.host_query_start_loc[size_t(i) + 1] - a.host_query_start_loc[size_t(i)]) * p.H + p.R - 1) / p.R;
+  else
+    blocks = int64_t(B) * row_blocks;
+  blocks = std::max<int64_t>(blocks, 1);
+  const int want = int(std::max<int64_t>(1, (2 * int64_t(caps.num_compute_units) + blocks - 1) / blocks));
+  p.splits = std::clamp((max_ctx + 63) / 64, 1, std::min(want, 64));
+  p.chunk = (max_ctx + p.splits - 1) / p.splits;
+  p.splits = (max_ctx + p.chunk - 1) / p.chunk;
+  std::shared_ptr<void> ws;
+  if (p.splits > 1) {
+    const size_t rows = size_t(T) * size_t(p.H) * size_t(p.splits);
+    ws = scratch(s, rows * (size_t(p.Dc) + 2) * sizeof(float));
+    p.part_o = static_cast<float*>(ws.get());
+    p.part_ml = p.part_o + rows * size_t(p.Dc);
+  }
+  dispatch_float(a.q_latent.dtype, [&](auto tq) {
+    dispatch_float(a.latent_cache.dtype, [&](auto tc) {
+      using TQ = typename decltype(tq)::type;
+      using TC = typename decltype(tc)::type;
+      if (smem > 48 * 1024)
+        (void)gpuFuncSetAttribute(mla_kernel<TQ, TC>, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+      mla_kernel<TQ, TC><<<dim3(unsigned(row_blocks), unsigned(B), unsigned(p.splits)), kThreads, smem,
+                           native_stream(s)>>>(p);
+      if (p.splits > 1)
+        mla_combine_kernel<TQ><<<dim3(unsigned(int64_t(max_q) * p.H), unsigned(B)), 128, 0, native_stream(s)>>>(p);
+    });
+  });
+  check_launch("mla_attention");
+}
+
+bool mla_supports(const OpDesc& d, const DeviceCaps& c) {
+  if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
+  const int64_t Dc = d.dim[0], page = d.dim[1], H = d.dim[2], Dr = d.dim[3];
+  if (Dc <= 0 || Dc > kMaxDc || Dr < 0 || page <= 0 || H <= 0) return false;
+  int R = 0, BK = 0;
+  return pick_tiles(int(Dc), int(Dr), 1, smem_limit(c), R, BK);
+}
+}  // namespace
+
+void register_mla_kernels() {
+  register_kernel<MlaAttentionArgs>(Op::MLA_ATTENTION, kKind, "gpu.mla_attention", 10, mla_supports, mla_attention);
+}
+
+}  // namespace portllm::gpu
