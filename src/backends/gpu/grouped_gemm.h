@@ -4,9 +4,14 @@
 // written; the offsets stay on the device (no host sync). Without, every row uses W[0].
 #pragma once
 #include <cstdint>
+#include <memory>
 
 #include "backend/device.h"
 #include "core/dtype.h"
+
+namespace portllm {
+struct MoeGemmArgs;
+}
 
 namespace portllm::gpu {
 
@@ -31,6 +36,20 @@ struct GroupedGemmParams {
 
 // Launches on s; x_t is f32/bf16/f16; out_t equals x_t, or is f32 for fp8 weights.
 void launch_grouped_gemm(const GroupedGemmParams& p, Stream& s);
+
+// MOE_GEMM's arguments as grouped-GEMM parameters (checks the shapes; W [E, N, K] contiguous rows).
+GroupedGemmParams moe_gemm_params(const MoeGemmArgs& a);
+
+// tile_start[E + 1] in scratch memory (stream-ordered): prefix sum of ceil(rows of expert e / bm).
+std::shared_ptr<void> launch_tile_start(const int32_t* expert_offsets, int num_experts, int bm, Stream& s);
+// Upper bound of row tiles over all groups (the grid size): min(R, (R + E (bm - 1)) / bm).
+inline int64_t grouped_tile_bound(int64_t rows, int64_t num_experts, int bm) {
+  const int64_t b = (rows + num_experts * (bm - 1)) / bm;
+  return b < rows ? b : rows;
+}
+
+// The tensor-core (wmma) sibling of MOE_GEMM on NVIDIA (moe_gemm_wmma.cu); a no-op on MUSA.
+void register_moe_gemm_wmma_kernels();
 
 // dst[n, k] (dtype dst_t, row stride dst_ld) = fp8 W[n, k] * scale[(n / block_n) * s_s0 + (k / block_k) * s_s1].
 void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, int64_t w_ld, const float* scale,

@@ -19,6 +19,7 @@
 #include "backends/gpu/fp8.cuh"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/grouped_gemm.h"
+#include "backends/gpu/grouped_tile.cuh"
 #include "backends/gpu/kernel_common.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
@@ -40,7 +41,6 @@ __device__ __forceinline__ float ldw(const gpu_bf16* p, int64_t i) { return gpu_
 __device__ __forceinline__ float ldw(const gpu_half* p, int64_t i) { return gpu_half_to_f32(p[i]); }
 __device__ __forceinline__ float ldw(const uint8_t* p, int64_t i) { return fp8e4m3_to_f32(p[i]); }
 
-__device__ __forceinline__ int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 // tile_start[0] = 0, tile_start[e + 1] = sum over e' <= e of ceil(rows of e' / bm). One block.
 __global__ void tile_start_kernel(const int32_t* off, int E, int bm, int32_t* ts) {
@@ -73,25 +73,9 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
   __shared__ float Bs[kBK][BN + 1];
 
   const int tid = int(threadIdx.x), tx = tid % TXN, ty = tid / TXN;
-  int e = 0;
+  int e;
   int64_t row0, row_end;
-  if (p.expert_offsets) {
-    const int b = int(blockIdx.x), E = p.num_experts;
-    if (b >= tile_start[E]) return;  // whole block: past the real tile count
-    int lo = 0, hi = E - 1;          // largest e with tile_start[e] <= b (then tile_start[e+1] > b)
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) >> 1;
-      if (tile_start[mid] <= b) lo = mid;
-      else hi = mid - 1;
-    }
-    e = lo;
-    row0 = int64_t(p.expert_offsets[e]) + int64_t(b - tile_start[e]) * BM;
-    row_end = min64(row0 + BM, int64_t(p.expert_offsets[e + 1]));
-  } else {
-    row0 = int64_t(blockIdx.x) * BM;
-    row_end = row0 + BM;
-  }
-  row_end = min64(row_end, p.rows);
+  if (!grouped_tile<BM>(p, tile_start, e, row0, row_end)) return;  // whole block: past the real tile count
   const int64_t n0 = int64_t(blockIdx.y) * BN;
   const int64_t N = p.N, K = p.K;
   const TX* x = static_cast<const TX*>(p.x);
@@ -175,11 +159,8 @@ void launch_tiles(const GroupedGemmParams& p, Stream& s) {
   int64_t tiles;
   std::shared_ptr<void> ts;
   if (p.expert_offsets) {
-    const int64_t E = p.num_experts;
-    tiles = std::min<int64_t>(R, (R + E * (BM - 1)) / BM);
-    ts = scratch(s, size_t(E + 1) * sizeof(int32_t));
-    tile_start_kernel<<<1, 1024, 0, st>>>(p.expert_offsets, int(E), BM, static_cast<int32_t*>(ts.get()));
-    check_launch("moe_gemm tile_start");
+    tiles = grouped_tile_bound(R, p.num_experts, BM);
+    ts = launch_tile_start(p.expert_offsets, p.num_experts, BM, s);
   } else {
     tiles = (R + BM - 1) / BM;
   }
@@ -220,10 +201,21 @@ __global__ void fp8_dequant_kernel(TD* dst, int64_t dst_ld, const uint8_t* w, in
 }
 
 void moe_gemm(const MoeGemmArgs& a, Stream& s) {
+  if (a.x.size(0) == 0 || a.w.size(0) == 0 || a.w.size(1) == 0) return;
+  launch_grouped_gemm(moe_gemm_params(a), s);
+}
+
+bool moe_gemm_supports(const OpDesc& d, const DeviceCaps&) {
+  const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
+  return is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) && d.dim[1] < (int64_t(1) << 31) &&
+         d.dim[2] < (int64_t(1) << 31);
+}
+}  // namespace
+
+GroupedGemmParams moe_gemm_params(const MoeGemmArgs& a) {
   const int64_t E = a.w.size(0), N = a.w.size(1), K = a.w.size(2), R = a.x.size(0);
   if (a.x.size(1) != K || a.out.size(1) != N || a.out.size(0) != R || a.expert_offsets.numel() < E + 1)
     fail("moe_gemm: shapes of x [R, K], W [E, N, K], out [R, N], expert_offsets [E + 1] disagree");
-  if (R == 0 || N == 0 || E == 0) return;
   GroupedGemmParams p;
   p.out = a.out.data;
   p.out_t = a.out.dtype;
@@ -250,15 +242,8 @@ void moe_gemm(const MoeGemmArgs& a, Stream& s) {
   p.K = K;
   p.expert_offsets = a.expert_offsets.ptr<int32_t>();
   p.num_experts = int(E);
-  launch_grouped_gemm(p, s);
+  return p;
 }
-
-bool moe_gemm_supports(const OpDesc& d, const DeviceCaps&) {
-  const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
-  return is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) && d.dim[1] < (int64_t(1) << 31) &&
-         d.dim[2] < (int64_t(1) << 31);
-}
-}  // namespace
 
 void launch_grouped_gemm(const GroupedGemmParams& p, Stream& s) {
   if (p.w_t == DType::F8E4M3 && (!p.scale || p.block_n <= 0 || p.block_k <= 0))
@@ -279,6 +264,13 @@ void launch_grouped_gemm(const GroupedGemmParams& p, Stream& s) {
   });
 }
 
+std::shared_ptr<void> launch_tile_start(const int32_t* expert_offsets, int num_experts, int bm, Stream& s) {
+  auto ts = scratch(s, size_t(num_experts + 1) * sizeof(int32_t));
+  tile_start_kernel<<<1, 1024, 0, native_stream(s)>>>(expert_offsets, num_experts, bm, static_cast<int32_t*>(ts.get()));
+  check_launch("grouped gemm tile_start");
+  return ts;
+}
+
 void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, int64_t w_ld, const float* scale,
                         int64_t s_s0, int64_t s_s1, int block_n, int block_k, int64_t N, int64_t K, Stream& s) {
   if (N * K == 0) return;
@@ -295,6 +287,7 @@ void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, i
 
 void register_moe_gemm_kernels() {
   register_kernel<MoeGemmArgs>(Op::MOE_GEMM, kKind, "gpu.moe_gemm_tiled", 10, moe_gemm_supports, moe_gemm);
+  register_moe_gemm_wmma_kernels();
 }
 
 }  // namespace portllm::gpu
