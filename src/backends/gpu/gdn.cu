@@ -13,7 +13,8 @@
 // registers, 8 row groups x 16 columns of threads, each thread holding Dk/8 rows of one column.
 // Per token: q and k in shared memory (l2-normalized by each warp redundantly), S *= exp(g),
 // S^T k and S^T q as register dot products reduced across the 8 row groups by xor shuffles
-// (the row group is the low 3 bits of the lane, so this works for any warp size >= 8).
+// (the row group is the low 3 bits of the lane, so this works for any warp size >= 8); the next
+// token's q/k/v/a/b loads are issued before the current token's math so their latency overlaps it.
 // Prefill runs the same recurrence over the sequence's tokens: correct, but sequential in
 // time. The chunked (WY / UT-transform) form that turns the prefill into matmuls is the
 // optimization still to do; decode (q_len 1) is exactly this kernel.
@@ -282,16 +283,35 @@ __global__ void __launch_bounds__(kRuleThreads) rule_kernel(RuleParams p) {
   TA* out = static_cast<TA*>(p.out);
   const float A = expf(ld_rt(p.A_log, p.Al_code, int64_t(h) * p.Al_s0));
   const float dt = ld_rt(p.dt_bias, p.dt_code, int64_t(h) * p.dt_s0);
+  // Token t+1's inputs are loaded into registers while token t is computed (the loads stay in
+  // flight across the compute), then stored to shared memory at the top of the next iteration.
+  constexpr int kPerThread = kRuleMaxDk / kRuleThreads;
+  float nq[kPerThread], nk[kPerThread], nv = 0.f, na = 0.f, nb = 0.f;
+  auto load_token = [&](int t) {
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const int i = threadIdx.x + u * kRuleThreads;
+      nq[u] = i < Dk ? ld(q, int64_t(t) * p.q_s0 + int64_t(kh) * p.q_s1 + i) : 0.f;
+      nk[u] = i < Dk ? ld(k, int64_t(t) * p.k_s0 + int64_t(kh) * p.k_s1 + i) : 0.f;
+    }
+    nv = col_ok ? ld(v, int64_t(t) * p.v_s0 + int64_t(h) * p.v_s1 + col) : 0.f;
+    nb = ld_rt(p.b, p.ab_code, int64_t(t) * p.b_s0 + int64_t(h) * p.b_s1);
+    na = ld_rt(p.a, p.ab_code, int64_t(t) * p.a_s0 + int64_t(h) * p.a_s1);
+  };
+  if (n > 0) load_token(q0);
   for (int t = q0; t < q0 + n; ++t) {
     __syncthreads();  // previous token's readers of sq/sk are done
-    for (int i = threadIdx.x; i < Dk; i += kRuleThreads) {
-      sq[i] = ld(q, int64_t(t) * p.q_s0 + int64_t(kh) * p.q_s1 + i);
-      sk[i] = ld(k, int64_t(t) * p.k_s0 + int64_t(kh) * p.k_s1 + i);
+#pragma unroll
+    for (int u = 0; u < kPerThread; ++u) {
+      const int i = threadIdx.x + u * kRuleThreads;
+      if (i < Dk) {
+        sq[i] = nq[u];
+        sk[i] = nk[u];
+      }
     }
-    const float vt = col_ok ? ld(v, int64_t(t) * p.v_s0 + int64_t(h) * p.v_s1 + col) : 0.f;
-    const float braw = ld_rt(p.b, p.ab_code, int64_t(t) * p.b_s0 + int64_t(h) * p.b_s1);
-    const float araw = ld_rt(p.a, p.ab_code, int64_t(t) * p.a_s0 + int64_t(h) * p.a_s1);
+    const float vt = nv, braw = nb, araw = na;
     __syncthreads();
+    if (t + 1 < q0 + n) load_token(t + 1);
     // l2 norms: each warp sums the squares itself (no extra block barrier).
     float qn = p.scale, kn = 1.f;
     if (p.l2norm) {
