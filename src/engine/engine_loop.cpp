@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "engine/batch_sampler.h"
 #include "engine/engine_impl.h"
 
 namespace portllm {
@@ -155,18 +156,14 @@ void EngineImpl::step(Outputs& outs) {
   std::vector<SeqState*> rows;
   for (const ScheduledRequest& sr : out.scheduled)
     if (sr.sample) rows.push_back(seqs_.at(sr.id));
-  std::vector<SampleResult> results(rows.size());
+  std::vector<SampleResult> results;
   try {
+    // Logits stay on the runner's device; the SAMPLE op picks the tokens there (batch_sampler.h).
     Tensor logits = runner_->execute(out);
-    const int64_t V = model_->config().vocab_size;
-    // Rows are independent (own RNG and penalty state): sample them in parallel.
-    ThreadPool::global().parallel_for(int64_t(rows.size()), [&](int64_t b, int64_t e, int) {
-      for (int64_t i = b; i < e; ++i) {
-        SeqState& s = *rows[size_t(i)];
-        std::span<float> row(logits.ptr<float>() + i * V, size_t(V));
-        results[size_t(i)] = sample_token(row, s.owner->params, s.sampler, s.owner->stop_ids);
-      }
-    });
+    std::vector<SampleRow> sample_in;
+    sample_in.reserve(rows.size());
+    for (SeqState* s : rows) sample_in.push_back({&s->owner->params, &s->sampler, s->owner->stop_ids});
+    results = sample_rows(*ctx_, logits, sample_in);
   } catch (const std::exception& e) {
     fail_step(out, e.what(), outs);
     return;

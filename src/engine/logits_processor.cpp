@@ -5,17 +5,17 @@
 #include <limits>
 #include <numeric>
 
+#include "ops/sample_math.h"
+#include "ops/sample_row.h"
+
 namespace portllm {
 
-namespace {
-constexpr float kSamplingEps = 1e-5f;  // vLLM's: temperatures below this are greedy
-}
 
 bool uses_penalties(const SamplingParams& p) {
   return p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
 }
 
-bool is_greedy(const SamplingParams& p) { return p.temperature < kSamplingEps; }
+bool is_greedy(const SamplingParams& p) { return p.temperature < sampling::kSamplingEps; }
 
 void PenaltyState::init(const SamplingParams& p, std::span<const int32_t> prompt, int64_t vocab) {
   if (p.repetition_penalty == 1.0f) return;
@@ -54,42 +54,8 @@ void process_logits(std::span<float> l, const SamplingParams& p, const PenaltySt
 }
 
 Candidates filter_candidates(std::span<const float> l, const SamplingParams& p) {
-  const int64_t V = int64_t(l.size());
-  const double inv_t = 1.0 / double(p.temperature);
-  float mx = -std::numeric_limits<float>::infinity();
-  for (float x : l) mx = std::max(mx, x);
-  // Relative probabilities exp((l - max) / T); min-p keeps those >= min_p * the best one (1.0).
-  const double min_rel = p.min_p > 0 ? double(p.min_p) : 0.0;
   Candidates c;
-  c.ids.reserve(size_t(V));
-  std::vector<double> rel(static_cast<size_t>(V));
-  for (int64_t i = 0; i < V; ++i) {
-    const double r = std::isinf(l[size_t(i)]) ? 0.0 : std::exp((double(l[size_t(i)]) - mx) * inv_t);
-    rel[size_t(i)] = r;
-    if (r > 0 && r >= min_rel) c.ids.push_back(int32_t(i));
-  }
-  auto better = [&](int32_t a, int32_t b) {
-    return rel[size_t(a)] != rel[size_t(b)] ? rel[size_t(a)] > rel[size_t(b)] : a < b;
-  };
-  const int64_t k = p.top_k > 0 ? std::min<int64_t>(p.top_k, int64_t(c.ids.size())) : int64_t(c.ids.size());
-  if (k < int64_t(c.ids.size())) {
-    std::nth_element(c.ids.begin(), c.ids.begin() + k, c.ids.end(), better);
-    c.ids.resize(size_t(k));
-  }
-  // Sorting is only needed for top-p (and is cheap after top-k); otherwise id order is as
-  // deterministic and avoids an O(V log V) sort per token.
-  if (p.top_p < 1.0f || k < int64_t(V)) std::sort(c.ids.begin(), c.ids.end(), better);
-  c.probs.reserve(c.ids.size());
-  double total = 0;
-  for (int32_t id : c.ids) total += rel[size_t(id)];
-  if (p.top_p < 1.0f) {
-    // Keep the smallest best-first prefix whose mass reaches top_p (at least one token).
-    double cum = 0;
-    size_t keep = 0;
-    while (keep < c.ids.size() && (keep == 0 || cum < double(p.top_p) * total)) cum += rel[size_t(c.ids[keep++])];
-    c.ids.resize(keep);
-  }
-  for (int32_t id : c.ids) c.probs.push_back(rel[size_t(id)]);
+  sampling::filter_candidates(l, p.temperature, p.min_p, p.top_k, p.top_p, c.ids, c.probs);
   return c;
 }
 

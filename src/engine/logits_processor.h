@@ -28,8 +28,9 @@ bool is_greedy(const SamplingParams& p);
 void process_logits(std::span<float> logits, const SamplingParams& p, const PenaltyState& st,
                     int num_output, std::span<const int32_t> stop_ids);
 
-// Temperature then min-p, top-k, top-p. Returns the surviving token ids with their unnormalized
-// probabilities, in a deterministic order (best first when top-k/top-p sorted them, else by id).
+// Temperature then min-p, top-k, top-p (ops/op_args_sample.h defines them; ties at a cut keep the
+// lower ids). Returns the surviving token ids in increasing id order with their unnormalized
+// probabilities exp((l - max) / T): the order the draw walks, on every backend.
 struct Candidates {
   std::vector<int32_t> ids;
   std::vector<double> probs;

@@ -5,19 +5,14 @@
 #include <limits>
 #include <vector>
 
+#include "ops/sample_math.h"
+#include "ops/sample_row.h"
+
 namespace portllm {
 
-uint64_t mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+uint64_t mix64(uint64_t x) { return sampling::mix64(x); }
 
-double uniform_at(uint64_t seed, uint64_t counter) {
-  const uint64_t r = mix64(mix64(seed) ^ (counter * 0xd1b54a32d192ed03ULL));
-  return double(r >> 11) * 0x1.0p-53;
-}
+double uniform_at(uint64_t seed, uint64_t counter) { return sampling::uniform_at(seed, counter); }
 
 TokenLogprob compute_logprobs(std::span<const float> raw, int32_t token, int k) {
   float mx = -std::numeric_limits<float>::infinity();
@@ -51,28 +46,9 @@ SampleResult sample_token(std::span<float> logits, const SamplingParams& p, Samp
   if (p.logprobs >= 0) raw.assign(logits.begin(), logits.end());
   process_logits(logits, p, st.penalties, st.num_output, stop_ids);
   const double u = uniform_at(st.seed, st.counter++);
-  if (is_greedy(p)) {
-    int64_t best = 0;
-    for (int64_t i = 1; i < int64_t(logits.size()); ++i)
-      if (logits[size_t(i)] > logits[size_t(best)]) best = i;
-    res.token = int32_t(best);
-  } else {
-    Candidates c = filter_candidates(logits, p);
-    if (c.ids.empty()) {  // everything masked: fall back to the best raw row
-      res.token = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-    } else {
-      double total = 0;
-      for (double x : c.probs) total += x;
-      const double target = u * total;
-      double cum = 0;
-      size_t i = 0;
-      for (; i + 1 < c.ids.size(); ++i) {
-        cum += c.probs[i];
-        if (cum > target) break;
-      }
-      res.token = c.ids[i];
-    }
-  }
+  // The SAMPLE op's row function (ops/sample_row.h): greedy, or the filters then a draw over the
+  // survivors in id order, so host rows and device rows follow one definition.
+  res.token = sampling::sample_adjusted_row(logits, p.temperature, p.min_p, p.top_k, p.top_p, u);
   if (p.logprobs >= 0) res.logprob = compute_logprobs(raw, res.token, p.logprobs);
   st.penalties.observe(p, res.token);
   ++st.num_output;

@@ -50,8 +50,7 @@ Tensor ModelRunner::execute(const SchedulerOutput& out) {
   if (L > 0) logits = ctx_.device->empty(DType::F32, {L, V});
   model_.forward(ctx_, batch, cache_->layers(), logits);
   if (L == 0) return {};
-  if (logits.on_host()) return logits;  // CPU: already host memory, no copy
-  return ctx_.device->download(logits);
+  return logits;  // on the device: the engine samples there (engine/batch_sampler.h)
 }
 
 }  // namespace portllm

@@ -1,7 +1,7 @@
 // The model runner: turns one scheduler step (SchedulerOutput) into a forward pass over the paged
 // KV cache and returns the next-token logits of the sequences that sample this step (the last
 // prompt chunk, a recompute after preemption, or a decode). Only those rows are computed by the
-// LM head and copied to the host; prefill rows never leave the device.
+// LM head; they stay on the device, where the engine samples them (engine/batch_sampler.h).
 //
 // Recurrent-state (hybrid) models: each sequence's state_slot indexes the state tensors; the slot
 // is zeroed when a sequence starts at position 0. Such models must run with prefix caching off
@@ -21,8 +21,9 @@ class ModelRunner {
  public:
   ModelRunner(Model& model, OpContext& ctx, const KvCacheConfig& kv);
 
-  // Host f32 logits [number of scheduled requests with sample == true, vocab], rows in the order
-  // of out.scheduled; an undefined tensor when nothing samples this step.
+  // f32 logits [number of scheduled requests with sample == true, vocab] on the runner's device
+  // (host memory on the CPU), rows in the order of out.scheduled; an undefined tensor when
+  // nothing samples this step.
   Tensor execute(const SchedulerOutput& out);
 
   // The per-sequence work of one step (exposed for tests).

@@ -12,5 +12,6 @@ void register_moe_kernels();         // moe_cpu.cpp
 void register_mla_kernels();         // mla_cpu.cpp
 void register_matmul_fp8_kernels();  // matmul_fp8_cpu.cpp
 void register_hybrid_kernels();  // hybrid_cpu.cpp
+void register_sample_kernels();  // sample_cpu.cpp: SAMPLE
 
 }  // namespace portllm::cpu

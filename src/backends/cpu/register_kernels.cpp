@@ -10,6 +10,7 @@ void register_cpu_kernels() {
   register_moe_kernels();
   register_mla_kernels();
   register_matmul_fp8_kernels();
+  register_sample_kernels();
 }
 
 }  // namespace portllm::cpu

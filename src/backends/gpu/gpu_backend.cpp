@@ -21,6 +21,7 @@ void register_gpu_backend() {
   gpu::register_moe_kernels();
   gpu::register_moe_gemm_kernels();
   gpu::register_matmul_fp8_kernels();
+  gpu::register_sampling_kernels();
 #if defined(PORTLLM_GPU_MUSA)
   const char* name = "musa";
 #else

@@ -12,5 +12,6 @@ void register_attention_cases();
 void register_hybrid_cases();  // cases_hybrid.cpp
 void register_moe_cases();     // cases_moe.cpp
 void register_mla_cases();     // cases_mla.cpp
+void register_sample_cases();  // cases_sample.cpp
 
 }  // namespace portllm::conformance

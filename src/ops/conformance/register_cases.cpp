@@ -13,6 +13,7 @@ void register_builtin_case_generators() {
     register_hybrid_cases();
     register_moe_cases();
     register_mla_cases();
+    register_sample_cases();
   });
 }
 

@@ -14,5 +14,6 @@ void register_attention_ref();
 void register_moe_ref();  // moe_ref.cpp: MoE routing, permute, grouped GEMM, combine
 void register_mla_ref();  // mla_ref.cpp: absorbed MLA attention
 void register_hybrid_ref();  // hybrid_ref.cpp: conv1d, gated delta rule, gated norm, sigmoid gate
+void register_sample_ref();  // sample_ref.cpp: SAMPLE
 
 }  // namespace portllm::ref

@@ -10,6 +10,7 @@ void register_reference_kernels() {
   register_hybrid_ref();
   register_moe_ref();
   register_mla_ref();
+  register_sample_ref();
 }
 
 }  // namespace portllm::ref

@@ -1,0 +1,416 @@
+// SAMPLE on the GPU (semantics in ops/op_args_sample.h): one block of kThreads threads per row,
+// several passes over the row (which stays in L2 at moderate batch sizes), no sort.
+//
+//   1. adjustments (bias, min_tokens mask, repetition, presence/frequency), one phase per kind;
+//   2. one pass: argmax (ARGMAX semantics), the row max mx and the finite minimum;
+//      greedy rows (or a non-finite max) stop here;
+//   3. top-k / top-p cuts by selection instead of sorting. The ranking (logit desc, id asc) is a
+//      total order, and a cut keeps a rank prefix, so a cut is "the element at which the
+//      cumulative weight, walked from the top, first reaches T": weight 1 and T = k for top-k,
+//      weight = fixed-point rel and T = ceil(top_p * mass) for top-p. It is found by narrowing:
+//      level 0 histograms a linear value bin of (mx - l) (spreads typical logits over the 256
+//      bins, so shared-memory atomics are not all on a few addresses); levels 1..4 histogram
+//      the 8-bit digits of the order-preserving 32-bit key, restricted to the chosen bin. A
+//      suffix scan over the 256 bins picks the bin where the cumulative weight crosses T. It
+//      stops early when the chosen bin is kept whole (top-k: the count lands exactly on k;
+//      top-p: the bin holds one token). At the exact key, ties keep the lowest ids: the
+//      need-th equal element in id order is found by an ordered scan;
+//   4. the draw: an ordered scan (warps own contiguous id segments; per-warp totals, then a
+//      warp-level inclusive scan in the segment that crosses) finds the first survivor whose
+//      cumulative mass exceeds u * total.
+// Masses are u64 fixed point (rel * 2^s with V * 2^s <= 2^62), so sums are exact integers and
+// the result does not depend on the order of atomics or reductions: run to run the kernel is
+// deterministic, and it differs from the host only by expf vs exp rounding of rel.
+#include <cmath>
+#include <cstdint>
+
+#include "backends/gpu/gpu_kernels.h"
+#include "backends/gpu/kernel_common.cuh"
+#include "ops/op_args_sample.h"
+#include "ops/registry.h"
+#include "ops/sample_math.h"
+
+namespace portllm::gpu {
+
+namespace {
+constexpr auto kKind =
+#if defined(PORTLLM_GPU_MUSA)
+    DeviceKind::MUSA;
+#else
+    DeviceKind::CUDA;
+#endif
+
+using u64 = unsigned long long;  // the type atomics and shuffles take
+constexpr int kThreads = 1024;
+constexpr int kNW = kThreads / kWarpSize;
+constexpr int kBins = 256;
+constexpr int64_t kNoCut = INT64_MAX;
+static_assert(kThreads >= kBins && kThreads % kWarpSize == 0 && kNW <= 32, "block shape");
+
+struct Shared {
+  unsigned int cnt[kBins];
+  u64 wsum[kBins];
+  u64 scan[kBins];
+  u64 warp_u64[kNW];
+  float warp_best[kNW], warp_max[kNW], warp_min[kNW];
+  long long warp_idx[kNW];
+  long long res;
+  int sel;
+  u64 sel_above;
+};
+
+__device__ __forceinline__ bool finite_f(float x) { return fabsf(x) < INFINITY; }  // false for NaN
+
+__device__ __forceinline__ u64 warp_sum_u64(u64 v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) v += gpu_shfl_xor(v, m);
+  return v;
+}
+__device__ __forceinline__ int warp_min_int(int v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) v = min(v, gpu_shfl_xor(v, m));
+  return v;
+}
+
+// Sum over the block; every thread gets it. Starts with a barrier so warp_u64 may be reused.
+__device__ u64 block_sum_u64(u64 v, Shared& sm) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  v = warp_sum_u64(v);
+  __syncthreads();
+  if (lane == 0) sm.warp_u64[warp] = v;
+  __syncthreads();
+  u64 t = 0;
+  for (int w = 0; w < kNW; ++w) t += sm.warp_u64[w];
+  return t;
+}
+
+struct RowCtx {
+  const float* row;
+  int64_t V;
+  float mx, inv_t, min_p, vb_scale;
+  double fx_scale;  // 2^s
+  __device__ float rel(float l) const { return expf((l - mx) * inv_t); }
+  __device__ bool eligible(float l) const { return finite_f(l) && (!(min_p > 0.f) || rel(l) >= min_p); }
+  __device__ u64 mass(float l) const { return u64(double(rel(l)) * fx_scale); }
+  // 255 for the largest values down to 0; non-increasing in (mx - l), so monotone in l.
+  __device__ int vbin(float l) const {
+    const float f = (mx - l) * vb_scale;
+    return 255 - (f < 255.f ? int(f) : 255);  // NaN (inf * 0) -> bin 0
+  }
+};
+
+// A rank-prefix cut: keeps bins above b0, and within b0 the keys whose masked bits are above
+// prefix, or equal with id <= idcut. b0 = -1 keeps everything.
+struct Cut {
+  int b0 = -1;
+  uint32_t mask = 0, prefix = 0;
+  int64_t idcut = kNoCut;
+};
+__device__ __forceinline__ bool kept(const Cut& c, int vb, uint32_t key, int64_t j) {
+  if (vb != c.b0) return vb > c.b0;
+  const uint32_t kp = key & c.mask;
+  return kp > c.prefix || (kp == c.prefix && j <= c.idcut);
+}
+
+// sm.scan[0..255] holds bin weights (bin 255 = largest values). Picks the bin d where the
+// weight walked down from the top crosses T: above + sum(d..255) >= T > above + sum(d+1..255).
+// d = -1 when even all bins do not reach T. Every thread gets d and the new `above`.
+__device__ void select_bin(u64 above, u64 T, Shared& sm, int& d, u64& new_above) {
+  const int tid = threadIdx.x;
+  if (tid == 0) sm.sel = -1;
+  __syncthreads();
+  for (int off = 1; off < kBins; off <<= 1) {  // inclusive suffix sums
+    u64 add = 0;
+    if (tid < kBins && tid + off < kBins) add = sm.scan[tid + off];
+    __syncthreads();
+    if (tid < kBins) sm.scan[tid] += add;
+    __syncthreads();
+  }
+  if (tid < kBins) {
+    const u64 incl = above + sm.scan[tid];
+    const u64 excl = above + (tid + 1 < kBins ? sm.scan[tid + 1] : 0ull);
+    if (incl >= T && excl < T) {
+      sm.sel = tid;
+      sm.sel_above = excl;
+    }
+  }
+  __syncthreads();
+  d = sm.sel;
+  new_above = d >= 0 ? sm.sel_above : above;
+}
+
+// The smallest j in [0, V) at which the running sum in id order of w(j) exceeds
+// target_of(total); -1 when it never does. Warps own contiguous segments of ids.
+template <class W, class Target>
+__device__ int64_t ordered_find(int64_t V, W w, Target target_of, Shared& sm) {
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int64_t per = (V + kNW - 1) / kNW;
+  const int64_t seg = (per + kWarpSize - 1) / kWarpSize * kWarpSize;
+  const int64_t s0 = min(V, int64_t(warp) * seg), s1 = min(V, s0 + seg);
+  u64 acc = 0;
+  for (int64_t j = s0 + lane; j < s1; j += kWarpSize) acc += w(j);
+  acc = warp_sum_u64(acc);
+  __syncthreads();
+  if (lane == 0) sm.warp_u64[warp] = acc;
+  if (threadIdx.x == 0) sm.res = -1;
+  __syncthreads();
+  u64 total = 0;
+  for (int x = 0; x < kNW; ++x) total += sm.warp_u64[x];
+  const u64 target = target_of(total);
+  int sel = -1;
+  u64 before = 0;
+  if (target < total)
+    for (int x = 0; x < kNW; ++x) {
+      if (before + sm.warp_u64[x] > target) {
+        sel = x;
+        break;
+      }
+      before += sm.warp_u64[x];
+    }
+  if (warp == sel) {  // warp-uniform branch: the whole warp scans its segment
+    u64 run = before;
+    for (int64_t base = s0; base < s1; base += kWarpSize) {
+      const int64_t j = base + lane;
+      u64 v = j < s1 ? w(j) : 0ull;
+#pragma unroll
+      for (int off = 1; off < kWarpSize; off <<= 1) {
+        const u64 y = gpu_shfl(v, lane >= off ? lane - off : 0);
+        if (lane >= off) v += y;
+      }
+      const int hit = warp_min_int(run + v > target ? lane : kWarpSize);
+      if (hit < kWarpSize) {
+        if (lane == 0) sm.res = base + hit;
+        break;
+      }
+      run += gpu_shfl(v, kWarpSize - 1);
+    }
+  }
+  __syncthreads();
+  const int64_t r = sm.res;
+  __syncthreads();
+  return r;
+}
+
+// The cut that keeps the rank prefix ending where the weight walked from the top first reaches
+// T (T >= 1) over the elements with in(l, j). kMass: weight = mass, else 1.
+template <bool kMass, class In>
+__device__ Cut select_cut(const RowCtx& rc, In in, u64 T, Shared& sm) {
+  const int tid = threadIdx.x;
+  u64 above = 0;
+  int b0 = -1;
+  uint32_t mask = 0, prefix = 0;
+  for (int level = 0; level < 5; ++level) {
+    __syncthreads();  // readers of the previous level's histograms are done
+    for (int i = tid; i < kBins; i += kThreads) {
+      sm.cnt[i] = 0;
+      sm.wsum[i] = 0;
+    }
+    __syncthreads();
+    const int shift = level == 0 ? 0 : 32 - 8 * level;  // levels 1..4: bits 31..24, .., 7..0
+    for (int64_t j = tid; j < rc.V; j += kThreads) {
+      const float l = rc.row[j];
+      if (!in(l, j)) continue;
+      const int vb = rc.vbin(l);
+      int bin = vb;
+      if (level > 0) {
+        if (vb != b0) continue;
+        const uint32_t key = sampling::order_key(l);
+        if ((key & mask) != prefix) continue;
+        bin = int((key >> shift) & 255u);
+      }
+      atomicAdd(&sm.cnt[bin], 1u);
+      if constexpr (kMass) atomicAdd(&sm.wsum[bin], rc.mass(l));
+    }
+    __syncthreads();
+    if (tid < kBins) sm.scan[tid] = kMass ? sm.wsum[tid] : u64(sm.cnt[tid]);
+    int d;
+    u64 new_above;
+    select_bin(above, T, sm, d, new_above);
+    if (d < 0) return Cut{};  // everything together weighs less than T: no cut
+    const u64 n = sm.cnt[d];
+    const u64 wbin = kMass ? sm.wsum[d] : n;
+    if (level == 0) {
+      b0 = d;
+    } else {
+      mask |= 255u << shift;
+      prefix |= uint32_t(d) << shift;
+    }
+    above = new_above;
+    // The whole bin is kept when its last element is the crossing one.
+    if (kMass ? n == 1 : above + wbin == T) return Cut{b0, mask, prefix, kNoCut};
+    if (level == 4) {  // one exact key: equal logits, equal weights; keep the lowest ids
+      const u64 weq = n > 0 && wbin / n > 0 ? wbin / n : 1ull;
+      const u64 need = (T - above + weq - 1) / weq;
+      if (need >= n) return Cut{b0, mask, prefix, kNoCut};
+      const uint32_t key_eq = prefix;
+      const int bin_eq = b0;
+      const int64_t id = ordered_find(
+          rc.V,
+          [&](int64_t j) -> u64 {
+            const float l = rc.row[j];
+            return (in(l, j) && rc.vbin(l) == bin_eq && sampling::order_key(l) == key_eq) ? 1ull : 0ull;
+          },
+          [need](u64) -> u64 { return need - 1; }, sm);
+      return Cut{b0, mask, prefix, id >= 0 ? id : kNoCut};
+    }
+  }
+  return Cut{};
+}
+
+__global__ void __launch_bounds__(kThreads)
+sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V, const int32_t* params, int64_t p_ld,
+              const int32_t* adj_off, const int32_t* adj, int64_t adj_ld, double fx_scale) {
+  __shared__ Shared sm;
+  const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int64_t r = blockIdx.x;
+  const int32_t* pw = params + r * p_ld;
+  const float temperature = __int_as_float(pw[0]), top_p = __int_as_float(pw[1]), min_p = __int_as_float(pw[2]);
+  const int32_t top_k = pw[3];
+  const uint64_t seed = uint64_t(uint32_t(pw[5])) << 32 | uint32_t(pw[4]);
+  const uint64_t counter = uint64_t(uint32_t(pw[7])) << 32 | uint32_t(pw[6]);
+  const float rep = __int_as_float(pw[8]), pres = __int_as_float(pw[9]), freq = __int_as_float(pw[10]);
+  if (pw[11] & kSampleSkipRow) {
+    if (tid == 0) out[r * out_ld] = -1;
+    return;
+  }
+  float* row = logits + r * ld;
+
+  // 1. Adjustments, one kind at a time (ids are distinct within a kind, so no two threads
+  // update one element in a phase; mask entries may repeat but only store -inf).
+  if (adj_off != nullptr) {
+    const int64_t b = adj_off[r], e = adj_off[r + 1];
+    if (e > b) {
+      for (int kind = kAdjBias; kind <= kAdjCount; ++kind) {
+        for (int64_t i = b + tid; i < e; i += kThreads) {
+          const int32_t* a = adj + i * adj_ld;
+          const int32_t id = a[0];
+          if (a[1] != kind || id < 0 || id >= V) continue;
+          float x = row[id];
+          if (kind == kAdjBias) x = __fadd_rn(x, __int_as_float(a[2]));
+          else if (kind == kAdjMask) x = -INFINITY;
+          else if (kind == kAdjRepetition) x = x > 0.f ? __fdiv_rn(x, rep) : __fmul_rn(x, rep);
+          else x = __fsub_rn(x, __fadd_rn(__fmul_rn(freq, float(a[2])), pres));
+          row[id] = x;
+        }
+        __syncthreads();  // the phase's writes are visible to the whole block
+      }
+    }
+  }
+
+  // 2. argmax (first index of the maximum), max, finite min.
+  float best = -INFINITY, mx = -INFINITY, mn = INFINITY;
+  long long bi = V;  // "none yet": any real index wins
+  for (int64_t j = tid; j < V; j += kThreads) {
+    const float v = row[j];
+    if (v > best || bi == V) {
+      best = v;
+      bi = j;
+    }
+    mx = fmaxf(mx, v);
+    if (finite_f(v)) mn = fminf(mn, v);
+  }
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) {
+    const float ov = gpu_shfl_xor(best, m);
+    const long long oi = gpu_shfl_xor(bi, m);
+    if (ov > best || (ov == best && oi < bi)) {
+      best = ov;
+      bi = oi;
+    }
+    mx = fmaxf(mx, gpu_shfl_xor(mx, m));
+    mn = fminf(mn, gpu_shfl_xor(mn, m));
+  }
+  if (lane == 0) {
+    sm.warp_best[warp] = best;
+    sm.warp_idx[warp] = bi;
+    sm.warp_max[warp] = mx;
+    sm.warp_min[warp] = mn;
+  }
+  __syncthreads();
+  best = sm.warp_best[0];
+  bi = sm.warp_idx[0];
+  mx = sm.warp_max[0];
+  mn = sm.warp_min[0];
+  for (int w = 1; w < kNW; ++w) {
+    const float ov = sm.warp_best[w];
+    const long long oi = sm.warp_idx[w];
+    if (ov > best || (ov == best && oi < bi)) {
+      best = ov;
+      bi = oi;
+    }
+    mx = fmaxf(mx, sm.warp_max[w]);
+    mn = fminf(mn, sm.warp_min[w]);
+  }
+  const int32_t amax = int32_t(bi >= V ? 0 : bi);
+  if (temperature < sampling::kSamplingEps || !finite_f(mx)) {
+    if (tid == 0) out[r * out_ld] = amax;
+    return;
+  }
+
+  // 3. Filters.
+  RowCtx rc;
+  rc.row = row;
+  rc.V = V;
+  rc.mx = mx;
+  rc.inv_t = 1.0f / temperature;
+  rc.min_p = min_p;
+  rc.vb_scale = mx > mn ? 255.99f / (mx - mn) : 0.f;
+  rc.fx_scale = fx_scale;
+  const auto in0 = [&](float l, int64_t) { return rc.eligible(l); };
+  Cut ck;
+  if (top_k > 0) ck = select_cut<false>(rc, in0, u64(top_k), sm);
+  const auto in1 = [&](float l, int64_t j) {
+    return rc.eligible(l) && kept(ck, rc.vbin(l), sampling::order_key(l), j);
+  };
+  Cut cp;
+  if (top_p < 1.f) {
+    u64 acc = 0;
+    for (int64_t j = tid; j < V; j += kThreads) {
+      const float l = row[j];
+      if (in1(l, j)) acc += rc.mass(l);
+    }
+    const u64 total = block_sum_u64(acc, sm);
+    u64 T = u64(ceil(double(top_p) * double(total)));
+    if (T < 1) T = 1;
+    if (total > 0) cp = select_cut<true>(rc, in1, T, sm);
+  }
+
+  // 4. The draw, in id order.
+  const double u = sampling::uniform_at(seed, counter);
+  const int64_t pick = ordered_find(
+      V,
+      [&](int64_t j) -> u64 {
+        const float l = row[j];
+        return (in1(l, j) && kept(cp, rc.vbin(l), sampling::order_key(l), j)) ? rc.mass(l) : 0ull;
+      },
+      [u](u64 total) -> u64 {
+        if (total == 0) return 0;
+        const u64 t = u64(u * double(total));
+        return t < total ? t : total - 1;
+      },
+      sm);
+  if (tid == 0) out[r * out_ld] = int32_t(pick >= 0 ? pick : amax);
+}
+
+void sample(const SampleArgs& a, Stream& s) {
+  const int64_t B = a.logits.size(0), V = a.logits.size(1);
+  if (B == 0 || V == 0) return;
+  int bits = 0;
+  while ((int64_t(1) << bits) < V) ++bits;
+  const double fx_scale = std::ldexp(1.0, 62 - bits);  // V * 2^s <= 2^62
+  const int32_t* off = a.adj_offsets.defined() && a.adj.defined() ? a.adj_offsets.ptr<int32_t>() : nullptr;
+  const int32_t* adj = off ? a.adj.ptr<int32_t>() : nullptr;
+  sample_kernel<<<unsigned(B), kThreads, 0, native_stream(s)>>>(
+      a.out.ptr<int32_t>(), a.out.strides[0], a.logits.ptr<float>(), a.logits.strides[0], V, a.params.ptr<int32_t>(),
+      a.params.strides[0], off, adj, adj ? a.adj.strides[0] : 0, fx_scale);
+  check_launch("sample");
+}
+
+}  // namespace
+
+void register_sampling_kernels() {
+  register_kernel<SampleArgs>(Op::SAMPLE, kKind, "gpu.sample", 10,
+                              [](const OpDesc& d, const DeviceCaps&) { return d.dtype[0] == DType::F32; }, sample);
+}
+
+}  // namespace portllm::gpu

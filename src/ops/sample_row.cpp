@@ -1,0 +1,104 @@
+#include "ops/sample_row.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/sample_math.h"
+
+namespace portllm::sampling {
+
+void apply_adjustments(std::span<float> l, const SampleRowParams& p, std::span<const int32_t> e) {
+  const int64_t V = int64_t(l.size());
+  const size_t n = e.size() / kSampleAdjWords;
+  for (int32_t kind = kAdjBias; kind <= kAdjCount; ++kind)
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t id = e[i * kSampleAdjWords], k = e[i * kSampleAdjWords + 1], pay = e[i * kSampleAdjWords + 2];
+      if (k != kind || id < 0 || id >= V) continue;
+      float& x = l[size_t(id)];
+      switch (kind) {
+        case kAdjBias: x += bits_float(uint32_t(pay)); break;
+        case kAdjMask: x = -std::numeric_limits<float>::infinity(); break;
+        case kAdjRepetition: x = x > 0 ? x / p.repetition_penalty : x * p.repetition_penalty; break;
+        default: x -= p.frequency_penalty * float(pay) + p.presence_penalty; break;
+      }
+    }
+}
+
+int32_t argmax_first(std::span<const float> l) {
+  size_t best = 0;
+  for (size_t i = 1; i < l.size(); ++i)
+    if (l[i] > l[best]) best = i;
+  return int32_t(best);
+}
+
+void filter_candidates(std::span<const float> l, float temperature, float min_p, int top_k, float top_p,
+                       std::vector<int32_t>& ids, std::vector<double>& rel_out) {
+  ids.clear();
+  rel_out.clear();
+  const int64_t V = int64_t(l.size());
+  float mx = -std::numeric_limits<float>::infinity();
+  for (float x : l)
+    if (x > mx) mx = x;
+  if (!std::isfinite(mx)) return;
+  const float inv_t = 1.0f / temperature;
+  // The exponent in float (as every backend computes it), the exponential in double.
+  auto rel = [&](int32_t i) { return std::exp(double((l[size_t(i)] - mx) * inv_t)); };
+  for (int64_t i = 0; i < V; ++i) {
+    if (!std::isfinite(l[size_t(i)])) continue;
+    if (min_p > 0 && !(rel(int32_t(i)) >= double(min_p))) continue;
+    ids.push_back(int32_t(i));
+  }
+  // Rank order: larger logit first, lower id first on ties.
+  auto better = [&](int32_t a, int32_t b) {
+    const float x = l[size_t(a)], y = l[size_t(b)];
+    return x != y ? x > y : a < b;
+  };
+  bool reordered = false;  // ids are in id order until a selection or sort moves them
+  if (top_k > 0 && int64_t(top_k) < int64_t(ids.size())) {
+    std::nth_element(ids.begin(), ids.begin() + top_k, ids.end(), better);
+    ids.resize(size_t(top_k));
+    reordered = true;
+  }
+  if (top_p < 1.0f && !ids.empty()) {
+    reordered = true;
+    std::sort(ids.begin(), ids.end(), better);
+    double total = 0;
+    for (int32_t id : ids) total += rel(id);
+    // The shortest rank prefix whose mass reaches top_p * total (at least one token).
+    double cum = 0;
+    size_t keep = 0;
+    while (keep < ids.size() && (keep == 0 || cum < double(top_p) * total)) cum += rel(ids[keep++]);
+    ids.resize(keep);
+  }
+  if (reordered) std::sort(ids.begin(), ids.end());  // the draw walks survivors by id
+  rel_out.reserve(ids.size());
+  for (int32_t id : ids) rel_out.push_back(rel(id));
+}
+
+int32_t pick_candidate(std::span<const int32_t> ids, std::span<const double> rel, double u) {
+  if (ids.empty()) return -1;
+  double total = 0;
+  for (double x : rel) total += x;
+  const double target = u * total;
+  double cum = 0;
+  size_t last = ids.size() - 1;  // rounding left no crossing: the last survivor with mass
+  for (size_t i = 0; i < ids.size(); ++i) {
+    cum += rel[i];
+    if (cum > target) return ids[i];
+    if (rel[i] > 0) last = i;
+  }
+  return ids[last];
+}
+
+int32_t sample_adjusted_row(std::span<const float> row, float temperature, float min_p, int top_k, float top_p,
+                            double u) {
+  if (temperature < kSamplingEps) return argmax_first(row);
+  std::vector<int32_t> ids;
+  std::vector<double> rel;
+  filter_candidates(row, temperature, min_p, top_k, top_p, ids, rel);
+  const int32_t t = pick_candidate(ids, rel, u);
+  return t >= 0 ? t : argmax_first(row);
+}
+
+}  // namespace portllm::sampling
