@@ -4,12 +4,21 @@
 # BIN_DIR holds a prebuilt `portllm` (and optionally `gpu_probe` and `libs.tar.xz`, the non-CUDA
 # shared libraries the binary needs, for machines without the Debian -dev packages). Without it the
 # script builds with CMake (needs the project's dependencies installed). STAGEs: smi probe ops
-# logits engine bench (default: all). Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
+# logits engine bench profile musa (default: all but profile and musa). `profile` runs Qwen3-8B with
+# PORTLLM_PROFILE_OPS=1 (per-kernel times); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
+# (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
+# fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
 set -u
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
 BIN=${1:-}
 shift || true
+# A carried binary may come xz-compressed (the device tool's copy limit): unpack it next to the libs.
+if [ -n "$BIN" ] && [ -f "$BIN/portllm.xz" ] && [ ! -x "$BIN/portllm" ]; then
+  mkdir -p /tmp/pl-bin && xz -dc "$BIN/portllm.xz" >/tmp/pl-bin/portllm && chmod +x /tmp/pl-bin/portllm
+  cp "$BIN"/gpu_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
+  BIN=/tmp/pl-bin
+fi
 STAGES=${*:-smi probe ops logits engine bench}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -64,7 +73,8 @@ if has logits; then
   done
   timeout 120 "$PL" check-logits --device cuda --tol 3e-2 --kv-dtype bf16 --chunk-size 5 --model tests/data/models/qwen3-tiny \
     --reference tests/data/models/qwen3-tiny/reference.safetensors >"$OUT/logits-chunked.log" 2>&1
-  row "check-logits qwen3-tiny chunk=5" "$(grep -h max_abs_diff "$OUT/logits-chunked.log" | tr -d '\n') rc=$?"
+  rc=$?
+  row "check-logits qwen3-tiny chunk=5" "$(grep -h max_abs_diff "$OUT/logits-chunked.log" | tr -d '\n') rc=$rc"
 fi
 
 if has engine; then
@@ -82,6 +92,32 @@ if has engine; then
       --input-len 128 --output-len 64 --num-iters 2 --num-iters-warmup 1 --max-model-len 2048 --kv-dtype bf16 >"$OUT/engine-bs$bs.log" 2>&1
     rc=$?
     row "Qwen3-0.6B engine bs=$bs in128 out64" "$(awk '/output tok\/s/{print "tok/s="$3} /^TPOT/{print "TPOT="$3"ms"}' "$OUT/engine-bs$bs.log" | tr '\n' ' ') rc=$rc"
+  done
+fi
+
+if has profile; then
+  # Per-kernel time of a 2048-token prefill and 16 decode steps (each op synchronized: an upper
+  # bound per kernel; the sum vs the TPOT shows the host overhead between kernels).
+  PORTLLM_PROFILE_OPS=1 timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/Qwen3-8B \
+    --batch-size 1 --input-len 2048 --output-len 16 --num-iters 1 --num-iters-warmup 0 --max-model-len 4096 \
+    --kv-dtype bf16 >"$OUT/profile-qwen3-8b.log" 2>&1
+  row "profile Qwen3-8B (see profile-qwen3-8b.log)" "rc=$?"
+  sed -n '/== op profile/,/^$/p' "$OUT/profile-qwen3-8b.log" | head -30
+fi
+
+if has musa; then
+  MB=${MUSA_BIN:-build-musa/carry}
+  for arch in 22 31; do
+    PORTLLM_MUSA_ARCH=$arch timeout 300 "$MB/portllm" ops test -b musa >"$OUT/musa-$arch-ops.log" 2>&1
+    rc=$?
+    row "MUSA emulation MP$arch ops test" "$(tail -1 "$OUT/musa-$arch-ops.log") rc=$rc"
+    for m in models/stories260K tests/data/models/llama3-tiny tests/data/models/qwen2-tiny tests/data/models/qwen3-tiny; do
+      log="$OUT/musa-$arch-logits-$(basename $m).log"
+      PORTLLM_MUSA_ARCH=$arch timeout 120 "$MB/portllm" check-logits --device musa --tol 3e-2 --model $m \
+        --reference $m/reference.safetensors >"$log" 2>&1
+      rc=$?
+      row "MUSA MP$arch check-logits $(basename $m)" "$(grep -h max_abs_diff "$log" | tr -d '\n') rc=$rc"
+    done
   done
 fi
 

@@ -15,6 +15,7 @@
 #include "cli/engine_options.h"
 #include "cli/progress_bar.h"
 #include "core/error.h"
+#include "ops/op_profiler.h"
 
 namespace portllm::cli {
 
@@ -148,6 +149,7 @@ void run_latency(const LatencyOptions& o) {
     std::printf("E2E latency    mean %8.3f s\n", mean(e2e));
     std::printf("output tok/s   %10.1f\n", mean(tps));
   }
+  flush_op_profile();  // PORTLLM_PROFILE_OPS=1: the per-kernel table, while the device is alive
   engine->shutdown();
 }
 
@@ -209,6 +211,7 @@ void run_throughput(const ThroughputOptions& o) {
                 static_cast<long long>(st.prefix_cache_hits), static_cast<long long>(st.prefix_cache_queries),
                 static_cast<long long>(st.num_preemptions), static_cast<long long>(st.num_kv_blocks));
   }
+  flush_op_profile();  // PORTLLM_PROFILE_OPS=1: the per-kernel table, while the device is alive
   engine->shutdown();
 }
 }  // namespace

@@ -3,13 +3,17 @@
 // knows about CUDA, MUSA or the CPU.
 #pragma once
 #include "ops/op_args.h"
+#include "ops/op_profiler.h"
 #include "ops/registry.h"
 
 namespace portllm::ops {
 
 template <class Args>
 void run(OpContext& ctx, const OpDesc& desc, const Args& args) {
-  ctx.dispatcher->select(desc).run(&args, *ctx.stream);
+  const KernelInfo& k = ctx.dispatcher->select(desc);
+  if (op_profiling_enabled()) [[unlikely]]
+    return profile_op(ctx, k, desc, [&] { k.run(&args, *ctx.stream); });
+  k.run(&args, *ctx.stream);
 }
 
 void embed(OpContext& ctx, const Tensor& out, const Tensor& table, const Tensor& ids);

@@ -1,4 +1,5 @@
-// Paged KV write and attention over the paged cache (portable CUDA C++, no tensor-core code yet).
+// Paged KV write and the portable attention prefill (no tensor-core code: MUSA builds it, and it is
+// the sibling of the NVIDIA tensor-core prefill in attention_prefill_mma.cu).
 //
 // Prefill (flash-attention style): one block per (16-query tile, query head, sequence). K/V tiles
 // of 32 keys are gathered through the block table into shared memory (f32, K rows padded by one to
@@ -6,19 +7,13 @@
 // online softmax (running max, sum, and an output slice of D/32 values per lane) in registers.
 // Causal: query at position p sees keys 0..p; tiles past the tile's last position are skipped.
 //
-// Decode (split-KV): one block per (query head, sequence, split); each of its 4 warps walks every
-// 4th key of the split (lanes split the head dim, the dot product is a warp reduction) with an
-// online softmax; the warps are merged in shared memory, and when the context is split the
-// partial (max, sum, output) triples are merged by a second kernel. Splits are chosen so the grid
-// covers the device (2 blocks per SM) for short batches with long contexts.
-//
 // Head dims up to 256 (8 values per lane); K and V head dims may differ. Any pairing of f32 /
 // bf16 / f16 for q/out and the cache.
 #include <algorithm>
 #include <cmath>
 
 #include "backends/gpu/gpu_kernels.h"
-#include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/attention_common.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
 
@@ -34,35 +29,7 @@ constexpr auto kKind =
 constexpr int kMaxD = 256;
 constexpr int kPerLane = kMaxD / kWarpSize;  // output values per lane
 constexpr int kBQ = 16, kBK = 32, kPrefillWarps = 4, kQPerWarp = kBQ / kPrefillWarps;
-constexpr int kDecodeWarps = 4;
 static_assert(kBK == kWarpSize, "prefill scores one key per lane");
-
-struct AttnParams {
-  const void* q;
-  void* out;
-  const void* k_cache;
-  const void* v_cache;
-  const int32_t* block_tables;
-  const int32_t* seq_lens;
-  const int32_t* qsl;
-  int64_t q_s0, q_s1, o_s0, o_s1;
-  int64_t kc_s0, kc_s1, kc_s2, vc_s0, vc_s1, vc_s2;  // [NB, page, H, D] strides (last is 1)
-  int64_t bt_s0;
-  int page, group, Dk, Dv;
-  float scale;
-  // decode split-KV
-  int splits, chunk;
-  float* part_o;   // [B, Hq, splits, Dv]
-  float* part_ml;  // [B, Hq, splits, 2]
-};
-
-__device__ __forceinline__ int64_t slot_of(const AttnParams& p, int b, int pos) {
-  const int32_t blk = p.block_tables[b * p.bt_s0 + pos / p.page];
-  return int64_t(blk) * p.page + pos % p.page;
-}
-__device__ __forceinline__ int64_t cache_off(int64_t slot, int page, int64_t s0, int64_t s1, int64_t s2, int kh) {
-  return (slot / page) * s0 + (slot % page) * s1 + int64_t(kh) * s2;
-}
 
 // ---- KV write ----
 template <class TK, class TC>
@@ -197,142 +164,11 @@ __global__ void __launch_bounds__(kPrefillWarps * kWarpSize) attn_prefill_kernel
 
 size_t prefill_smem(int Dk, int Dv) { return sizeof(float) * (size_t(kBQ) * Dk + size_t(kBK) * (Dk + 1) + size_t(kBK) * Dv); }
 
-// ---- decode ----
-template <class TQ, class TC>
-__global__ void __launch_bounds__(kDecodeWarps * kWarpSize) attn_decode_kernel(AttnParams p) {
-  const int h = blockIdx.x, b = blockIdx.y, split = blockIdx.z;
-  const int kh = h / p.group, Dk = p.Dk, Dv = p.Dv, Hq = gridDim.x;
-  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int ctx = p.seq_lens[b], qrow = p.qsl[b];
-  const int start = split * p.chunk, end = min(ctx, start + p.chunk);
-  const TQ* q = static_cast<const TQ*>(p.q) + int64_t(qrow) * p.q_s0 + int64_t(h) * p.q_s1;
-  const TC* kc = static_cast<const TC*>(p.k_cache);
-  const TC* vc = static_cast<const TC*>(p.v_cache);
-  float qr[kPerLane], acc[kPerLane];
-#pragma unroll
-  for (int c = 0; c < kPerLane; ++c) {
-    const int d = lane + c * kWarpSize;
-    qr[c] = d < Dk ? ld(q, d) * p.scale : 0.f;
-    acc[c] = 0.f;
-  }
-  float m = -INFINITY, l = 0.f;
-  for (int pos = start + warp; pos < end; pos += kDecodeWarps) {
-    const int64_t slot = slot_of(p, b, pos);
-    const TC* kr = kc + cache_off(slot, p.page, p.kc_s0, p.kc_s1, p.kc_s2, kh);
-    const TC* vr = vc + cache_off(slot, p.page, p.vc_s0, p.vc_s1, p.vc_s2, kh);
-    float dot = 0.f;
-#pragma unroll
-    for (int c = 0; c < kPerLane; ++c) {
-      const int d = lane + c * kWarpSize;
-      if (d < Dk) dot += qr[c] * ld(kr, d);
-    }
-    const float s = warp_sum(dot);
-    const float m_new = fmaxf(m, s);
-    const float alpha = __expf(m - m_new), pr = __expf(s - m_new);
-    l = l * alpha + pr;
-#pragma unroll
-    for (int c = 0; c < kPerLane; ++c) {
-      const int d = lane + c * kWarpSize;
-      acc[c] = acc[c] * alpha + (d < Dv ? pr * ld(vr, d) : 0.f);
-    }
-    m = m_new;
-  }
-  // Merge the warps.
-  __shared__ float s_ml[kDecodeWarps][2];
-  __shared__ float s_acc[kDecodeWarps][kMaxD];
-  if (lane == 0) {
-    s_ml[warp][0] = m;
-    s_ml[warp][1] = l;
-  }
-#pragma unroll
-  for (int c = 0; c < kPerLane; ++c) {
-    const int d = lane + c * kWarpSize;
-    if (d < Dv) s_acc[warp][d] = acc[c];
-  }
-  __syncthreads();
-  float M = -INFINITY;
-  for (int w = 0; w < kDecodeWarps; ++w) M = fmaxf(M, s_ml[w][0]);
-  float L = 0.f;
-  for (int w = 0; w < kDecodeWarps; ++w)
-    if (s_ml[w][1] > 0.f) L += s_ml[w][1] * __expf(s_ml[w][0] - M);
-  const int64_t row = (int64_t(b) * Hq + h) * p.splits + split;
-  for (int d = threadIdx.x; d < Dv; d += blockDim.x) {
-    float o = 0.f;
-    for (int w = 0; w < kDecodeWarps; ++w)
-      if (s_ml[w][1] > 0.f) o += s_acc[w][d] * __expf(s_ml[w][0] - M);
-    if (p.splits == 1) {
-      TQ* orow = static_cast<TQ*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h) * p.o_s1;
-      orow[d] = cvt<TQ>(L > 0.f ? o / L : 0.f);
-    } else {
-      p.part_o[row * Dv + d] = o;
-    }
-  }
-  if (p.splits > 1 && threadIdx.x == 0) {
-    p.part_ml[row * 2] = M;
-    p.part_ml[row * 2 + 1] = L;
-  }
-}
+}  // namespace
 
-template <class TQ>
-__global__ void attn_decode_combine_kernel(AttnParams p) {
-  const int h = blockIdx.x, b = blockIdx.y, Hq = gridDim.x;
-  const int64_t base = (int64_t(b) * Hq + h) * p.splits;
-  float M = -INFINITY;
-  for (int s = 0; s < p.splits; ++s)
-    if (p.part_ml[(base + s) * 2 + 1] > 0.f) M = fmaxf(M, p.part_ml[(base + s) * 2]);
-  float L = 0.f;
-  for (int s = 0; s < p.splits; ++s) {
-    const float ls = p.part_ml[(base + s) * 2 + 1];
-    if (ls > 0.f) L += ls * __expf(p.part_ml[(base + s) * 2] - M);
-  }
-  const int qrow = p.qsl[b];
-  TQ* orow = static_cast<TQ*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h) * p.o_s1;
-  for (int d = threadIdx.x; d < p.Dv; d += blockDim.x) {
-    float o = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
-      const float ls = p.part_ml[(base + s) * 2 + 1];
-      if (ls > 0.f) o += p.part_o[(base + s) * p.Dv + d] * __expf(p.part_ml[(base + s) * 2] - M);
-    }
-    orow[d] = cvt<TQ>(L > 0.f ? o / L : 0.f);
-  }
-}
+size_t attn_prefill_portable_smem(int Dk, int Dv) { return prefill_smem(Dk, Dv); }
 
-AttnParams params_of(const AttentionArgs& a) {
-  AttnParams p{};
-  p.q = a.q.data;
-  p.out = a.out.data;
-  p.k_cache = a.k_cache.data;
-  p.v_cache = a.v_cache.data;
-  p.block_tables = a.block_tables.ptr<int32_t>();
-  p.seq_lens = a.seq_lens.ptr<int32_t>();
-  p.qsl = a.query_start_loc.ptr<int32_t>();
-  p.q_s0 = a.q.strides[0];
-  p.q_s1 = a.q.strides[1];
-  p.o_s0 = a.out.strides[0];
-  p.o_s1 = a.out.strides[1];
-  p.kc_s0 = a.k_cache.strides[0];
-  p.kc_s1 = a.k_cache.strides[1];
-  p.kc_s2 = a.k_cache.strides[2];
-  p.vc_s0 = a.v_cache.strides[0];
-  p.vc_s1 = a.v_cache.strides[1];
-  p.vc_s2 = a.v_cache.strides[2];
-  p.bt_s0 = a.block_tables.strides[0];
-  p.page = int(a.k_cache.size(1));
-  p.group = int(a.q.size(1) / a.k_cache.size(2));
-  p.Dk = int(a.q.size(2));
-  p.Dv = int(a.v_cache.size(3));
-  p.scale = a.scale;
-  return p;
-}
-
-template <class Fn>
-void dispatch_attn(const AttentionArgs& a, Fn&& fn) {
-  dispatch_float(a.q.dtype, [&](auto tq) {
-    dispatch_float(a.k_cache.dtype, [&](auto tc) { fn(tq, tc); });
-  });
-}
-
-void attn_prefill(const AttentionArgs& a, Stream& s) {
+void attn_prefill_portable(const AttentionArgs& a, Stream& s) {
   AttnParams p = params_of(a);
   const int B = int(a.seq_lens.size(0)), Hq = int(a.q.size(1));
   if (B == 0 || a.q.size(0) == 0) return;
@@ -349,40 +185,12 @@ void attn_prefill(const AttentionArgs& a, Stream& s) {
   check_launch("attn_prefill");
 }
 
-void attn_decode(const AttentionArgs& a, Stream& s) {
-  AttnParams p = params_of(a);
-  const int B = int(a.seq_lens.size(0)), Hq = int(a.q.size(1));
-  if (B == 0) return;
-  const DeviceCaps& caps = caps_of(s);
-  // Enough blocks to fill the device twice over, but no split shorter than 64 keys.
-  const int max_ctx = std::max(1, a.max_seq_len);
-  const int want = std::max(1, (2 * caps.num_compute_units + B * Hq - 1) / (B * Hq));
-  p.splits = std::clamp((max_ctx + 63) / 64, 1, std::min(want, 64));
-  p.chunk = (max_ctx + p.splits - 1) / p.splits;
-  p.splits = (max_ctx + p.chunk - 1) / p.chunk;
-  std::shared_ptr<void> ws;
-  if (p.splits > 1) {
-    const size_t rows = size_t(B) * Hq * p.splits;
-    ws = scratch(s, rows * (size_t(p.Dv) + 2) * sizeof(float));
-    p.part_o = static_cast<float*>(ws.get());
-    p.part_ml = p.part_o + rows * p.Dv;
-  }
-  dispatch_attn(a, [&](auto tq, auto tc) {
-    using TQ = typename decltype(tq)::type;
-    using TC = typename decltype(tc)::type;
-    attn_decode_kernel<TQ, TC><<<dim3(unsigned(Hq), unsigned(B), unsigned(p.splits)), kDecodeWarps * kWarpSize, 0,
-                                 native_stream(s)>>>(p);
-    if (p.splits > 1)
-      attn_decode_combine_kernel<TQ><<<dim3(unsigned(Hq), unsigned(B)), 128, 0, native_stream(s)>>>(p);
-  });
-  check_launch("attn_decode");
-}
-
-bool attn_supports(const OpDesc& d, const DeviceCaps& c, bool prefill) {
+namespace {
+bool attn_supports(const OpDesc& d, const DeviceCaps& c) {
   if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
   const int64_t Dk = d.dim[0], Dv = d.dim[3];
   if (Dk > kMaxD || Dv > kMaxD || Dk <= 0 || Dv <= 0) return false;
-  if (prefill && prefill_smem(int(Dk), int(Dv)) > std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) return false;
+  if (prefill_smem(int(Dk), int(Dv)) > std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) return false;
   return true;
 }
 }  // namespace
@@ -392,9 +200,8 @@ void register_attention_kernels() {
                                [](const OpDesc& d, const DeviceCaps&) { return is_gpu_float(d.dtype[0]) && is_gpu_float(d.dtype[2]); },
                                kv_write);
   register_kernel<AttentionArgs>(Op::ATTN_PREFILL, kKind, "gpu.attn_prefill_tiled", 10,
-                                 [](const OpDesc& d, const DeviceCaps& c) { return attn_supports(d, c, true); }, attn_prefill);
-  register_kernel<AttentionArgs>(Op::ATTN_DECODE, kKind, "gpu.attn_decode_split_kv", 10,
-                                 [](const OpDesc& d, const DeviceCaps& c) { return attn_supports(d, c, false); }, attn_decode);
+                                 [](const OpDesc& d, const DeviceCaps& c) { return attn_supports(d, c); },
+                                 attn_prefill_portable);
 }
 
 }  // namespace portllm::gpu

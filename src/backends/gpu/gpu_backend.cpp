@@ -15,12 +15,15 @@ void register_gpu_backend() {
   done = true;
   gpu::register_pointwise_kernels();
   gpu::register_matmul_kernels();
+  gpu::register_gemv_kernels();
   gpu::register_attention_kernels();
-  gpu::register_mla_kernels();
-  gpu::register_gdn_kernels();
   gpu::register_moe_kernels();
   gpu::register_moe_gemm_kernels();
   gpu::register_matmul_fp8_kernels();
+  gpu::register_mla_kernels();
+  gpu::register_gdn_kernels();
+  gpu::register_attention_decode_kernels();
+  gpu::register_attention_mma_kernels();
   gpu::register_sampling_kernels();
 #if defined(PORTLLM_GPU_MUSA)
   const char* name = "musa";

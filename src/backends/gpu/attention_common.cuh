@@ -1,0 +1,81 @@
+// What the attention kernel files share: the kernel parameter block, paged-cache addressing and
+// the host-side conversion from AttentionArgs. Portable CUDA C++ (MUSA compiles it unchanged).
+#pragma once
+#include <cstdint>
+
+#include "backends/gpu/kernel_common.cuh"
+#include "ops/op_args.h"
+
+namespace portllm::gpu {
+
+struct AttnParams {
+  const void* q;
+  void* out;
+  const void* k_cache;
+  const void* v_cache;
+  const int32_t* block_tables;
+  const int32_t* seq_lens;
+  const int32_t* qsl;
+  int64_t q_s0, q_s1, o_s0, o_s1;
+  int64_t kc_s0, kc_s1, kc_s2, vc_s0, vc_s1, vc_s2;  // [NB, page, H, D] strides (last is 1)
+  int64_t bt_s0;
+  int page, group, Dk, Dv, Hq, Hkv;
+  float scale;
+  // decode split-KV
+  int splits, chunk;
+  float* part_o;   // [B, Hq, splits, Dv]
+  float* part_ml;  // [B, Hq, splits, 2]
+};
+
+// Cache slot of position pos of sequence b: block_tables[b][pos / page] * page + pos % page.
+__device__ __forceinline__ int64_t slot_of(const AttnParams& p, int b, int pos) {
+  const int32_t blk = p.block_tables[b * p.bt_s0 + pos / p.page];
+  return int64_t(blk) * p.page + pos % p.page;
+}
+// Element offset of (slot, kv head) in a [NB, page, H, D] cache with strides s0, s1, s2.
+__device__ __forceinline__ int64_t cache_off(int64_t slot, int page, int64_t s0, int64_t s1, int64_t s2, int kh) {
+  return (slot / page) * s0 + (slot % page) * s1 + int64_t(kh) * s2;
+}
+
+inline AttnParams params_of(const AttentionArgs& a) {
+  AttnParams p{};
+  p.q = a.q.data;
+  p.out = a.out.data;
+  p.k_cache = a.k_cache.data;
+  p.v_cache = a.v_cache.data;
+  p.block_tables = a.block_tables.ptr<int32_t>();
+  p.seq_lens = a.seq_lens.ptr<int32_t>();
+  p.qsl = a.query_start_loc.ptr<int32_t>();
+  p.q_s0 = a.q.strides[0];
+  p.q_s1 = a.q.strides[1];
+  p.o_s0 = a.out.strides[0];
+  p.o_s1 = a.out.strides[1];
+  p.kc_s0 = a.k_cache.strides[0];
+  p.kc_s1 = a.k_cache.strides[1];
+  p.kc_s2 = a.k_cache.strides[2];
+  p.vc_s0 = a.v_cache.strides[0];
+  p.vc_s1 = a.v_cache.strides[1];
+  p.vc_s2 = a.v_cache.strides[2];
+  p.bt_s0 = a.block_tables.strides[0];
+  p.page = int(a.k_cache.size(1));
+  p.Hq = int(a.q.size(1));
+  p.Hkv = int(a.k_cache.size(2));
+  p.group = p.Hq / p.Hkv;
+  p.Dk = int(a.q.size(2));
+  p.Dv = int(a.v_cache.size(3));
+  p.scale = a.scale;
+  return p;
+}
+
+template <class Fn>
+void dispatch_attn(const AttentionArgs& a, Fn&& fn) {
+  dispatch_float(a.q.dtype, [&](auto tq) {
+    dispatch_float(a.k_cache.dtype, [&](auto tc) { fn(tq, tc); });
+  });
+}
+
+// The portable prefill launcher (attention.cu); the tensor-core kernel falls back to it.
+void attn_prefill_portable(const AttentionArgs& a, Stream& s);
+size_t attn_prefill_portable_smem(int Dk, int Dv);
+
+}  // namespace portllm::gpu

@@ -1,0 +1,291 @@
+// ATTN_DECODE: one query token per sequence over the paged cache (portable CUDA C++).
+//
+// GQA-grouped split-KV: one block per (KV head, head chunk, sequence, split) serves the G query
+// heads that share the KV head, so every K/V row is read from memory once per step, not G times.
+// A block walks its split in tiles of kTile keys:
+//   1. scores: warp w takes keys w, w+NW, ...; lanes split the head dim (4 consecutive values
+//      each, so a warp reads a 128-value row slice in one coalesced access) and each (key, head)
+//      dot product is a warp reduction. A warp's keys are unrolled so their loads are in flight
+//      together: decode attention is a stream of independent row reads and needs memory-level
+//      parallelism, not arithmetic;
+//   2. online softmax (base 2, scale * log2(e) folded into q): warp w owns heads w, w+NW, ...;
+//   3. values: the same key split; each thread accumulates its 4 dims of every head in registers.
+// The warps' partial outputs are summed in shared memory. With more than one split, (max, sum,
+// unnormalized output) per split go to scratch and a second kernel merges them.
+// Splits are chosen so the grid covers the device about four times over (batch-1 decode at long
+// context), with no split shorter than one tile.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/gpu/attention_common.cuh"
+#include "backends/gpu/gpu_kernels.h"
+#include "ops/registry.h"
+
+namespace portllm::gpu {
+
+namespace {
+constexpr auto kKind =
+#if defined(PORTLLM_GPU_MUSA)
+    DeviceKind::MUSA;
+#else
+    DeviceKind::CUDA;
+#endif
+constexpr int kThreads = 128;
+constexpr int kNW = kThreads / kWarpSize;  // warps per block (1 on 128-wide warps)
+constexpr int kTile = 64;                  // keys per tile
+constexpr int kKeysPerWarp = kTile / kNW;
+constexpr int kVec = 4;                    // consecutive head-dim values per lane
+constexpr int kSpan = kWarpSize * kVec;    // head-dim values a warp covers per chunk
+constexpr int kMaxD = 256;
+constexpr float kLog2e = 1.4426950408889634f;
+static_assert(kTile % kNW == 0, "tile keys split evenly over warps");
+
+template <class T, int NC>
+__device__ __forceinline__ void load_row(float (&v)[NC][kVec], const T* row, int D, int lane) {
+#pragma unroll
+  for (int c = 0; c < NC; ++c)
+#pragma unroll
+    for (int i = 0; i < kVec; ++i) {
+      const int d = c * kSpan + lane * kVec + i;
+      v[c][i] = d < D ? ld(row, d) : 0.f;
+    }
+}
+
+// G: query heads per block (template so per-head registers stay registers); NC: head-dim chunks.
+template <class TQ, class TC, int G, int NC>
+__global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p) {
+  const int chunks_per_kv = (p.group + G - 1) / G;
+  const int kh = blockIdx.x / chunks_per_kv, hc = blockIdx.x % chunks_per_kv;
+  const int b = blockIdx.y, split = blockIdx.z;
+  const int h0 = kh * p.group + hc * G;
+  const int ng = min(G, p.group - hc * G);
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  const int ctx = p.seq_lens[b], qrow = p.qsl[b];
+  const int start = split * p.chunk, end = min(ctx, start + p.chunk);
+  const int Dk = p.Dk, Dv = p.Dv;
+
+  __shared__ float s_p[G][kTile];
+  __shared__ float s_m[G], s_l[G], s_alpha[G];
+  __shared__ float s_acc[G][kMaxD];
+
+  const TQ* qbase = static_cast<const TQ*>(p.q) + int64_t(qrow) * p.q_s0;
+  float q[G][NC][kVec], acc[G][NC][kVec];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (g < ng) load_row<TQ, NC>(q[g], qbase + int64_t(h0 + g) * p.q_s1, Dk, lane);
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        q[g][c][i] = g < ng ? q[g][c][i] * (p.scale * kLog2e) : 0.f;
+        acc[g][c][i] = 0.f;
+      }
+  }
+  for (int i = threadIdx.x; i < G * kMaxD; i += kThreads) (&s_acc[0][0])[i] = 0.f;
+  if (threadIdx.x < G) {
+    s_m[threadIdx.x] = -INFINITY;
+    s_l[threadIdx.x] = 0.f;
+  }
+  const TC* kc = static_cast<const TC*>(p.k_cache);
+  const TC* vc = static_cast<const TC*>(p.v_cache);
+  __syncthreads();
+
+  for (int t0 = start; t0 < end; t0 += kTile) {
+    const int nk = min(kTile, end - t0);
+    // 1. scores
+    float kv[kKeysPerWarp][NC][kVec];
+#pragma unroll
+    for (int jj = 0; jj < kKeysPerWarp; ++jj) {
+      const int j = jj * kNW + warp;
+      if (j < nk) {
+        const TC* row = kc + cache_off(slot_of(p, b, t0 + j), p.page, p.kc_s0, p.kc_s1, p.kc_s2, kh);
+        load_row<TC, NC>(kv[jj], row, Dk, lane);
+      }
+    }
+#pragma unroll
+    for (int jj = 0; jj < kKeysPerWarp; ++jj) {
+      const int j = jj * kNW + warp;
+      if (j >= nk) {
+        if (lane < G) s_p[lane][j] = -INFINITY;
+        continue;
+      }
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.f;
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) dot += q[g][c][i] * kv[jj][c][i];
+        dot = warp_sum(dot);
+        if (lane == 0) s_p[g][j] = dot;
+      }
+    }
+    __syncthreads();
+    // 2. online softmax, warp w owns heads w, w + NW, ...
+    for (int g = warp; g < G; g += kNW) {
+      float mx = -INFINITY;
+      for (int j = lane; j < kTile; j += kWarpSize) mx = fmaxf(mx, s_p[g][j]);
+      mx = warp_max(mx);
+      const float m_old = s_m[g];
+      const float m_new = fmaxf(m_old, mx);
+      float sum = 0.f;
+      for (int j = lane; j < kTile; j += kWarpSize) {
+        const float e = exp2f(s_p[g][j] - m_new);  // masked keys: exp2(-inf) = 0
+        s_p[g][j] = e;
+        sum += e;
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) {
+        const float alpha = exp2f(m_old - m_new);  // m_old = -inf on the first tile: 0
+        s_alpha[g] = alpha;
+        s_l[g] = s_l[g] * alpha + sum;
+        s_m[g] = m_new;
+      }
+    }
+    __syncthreads();
+    // 3. values
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float a = s_alpha[g];
+#pragma unroll
+      for (int c = 0; c < NC; ++c)
+#pragma unroll
+        for (int i = 0; i < kVec; ++i) acc[g][c][i] *= a;
+    }
+#pragma unroll
+    for (int jj = 0; jj < kKeysPerWarp; ++jj) {
+      const int j = jj * kNW + warp;
+      if (j < nk) {
+        const TC* row = vc + cache_off(slot_of(p, b, t0 + j), p.page, p.vc_s0, p.vc_s1, p.vc_s2, kh);
+        load_row<TC, NC>(kv[jj], row, Dv, lane);
+      }
+    }
+#pragma unroll
+    for (int jj = 0; jj < kKeysPerWarp; ++jj) {
+      const int j = jj * kNW + warp;
+      if (j >= nk) continue;
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float pj = s_p[g][j];
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+#pragma unroll
+          for (int i = 0; i < kVec; ++i) acc[g][c][i] += pj * kv[jj][c][i];
+      }
+    }
+    __syncthreads();  // s_p and s_alpha are rewritten by the next tile
+  }
+  // Sum the warps' partial outputs.
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+#pragma unroll
+      for (int i = 0; i < kVec; ++i) {
+        const int d = c * kSpan + lane * kVec + i;
+        if (g < ng && d < Dv) {
+          if (kNW == 1) s_acc[g][d] = acc[g][c][i];
+          else atomicAdd(&s_acc[g][d], acc[g][c][i]);
+        }
+      }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < ng * Dv; idx += kThreads) {
+    const int g = idx / Dv, d = idx % Dv, h = h0 + g;
+    const float L = s_l[g];
+    if (p.splits == 1) {
+      TQ* orow = static_cast<TQ*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h) * p.o_s1;
+      orow[d] = cvt<TQ>(L > 0.f ? s_acc[g][d] / L : 0.f);
+    } else {
+      const int64_t row = (int64_t(b) * p.Hq + h) * p.splits + split;
+      p.part_o[row * Dv + d] = s_acc[g][d];
+      if (d == 0) {
+        p.part_ml[row * 2] = s_m[g];
+        p.part_ml[row * 2 + 1] = L;
+      }
+    }
+  }
+}
+
+// Merges the splits of one (query head, sequence): out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s.
+template <class TQ>
+__global__ void attn_decode_combine_kernel(AttnParams p) {
+  const int h = blockIdx.x, b = blockIdx.y;
+  const int64_t base = (int64_t(b) * p.Hq + h) * p.splits;
+  float M = -INFINITY;
+  for (int s = 0; s < p.splits; ++s)
+    if (p.part_ml[(base + s) * 2 + 1] > 0.f) M = fmaxf(M, p.part_ml[(base + s) * 2]);
+  float L = 0.f;
+  for (int s = 0; s < p.splits; ++s) {
+    const float ls = p.part_ml[(base + s) * 2 + 1];
+    if (ls > 0.f) L += ls * exp2f(p.part_ml[(base + s) * 2] - M);
+  }
+  const int qrow = p.qsl[b];
+  TQ* orow = static_cast<TQ*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h) * p.o_s1;
+  for (int d = threadIdx.x; d < p.Dv; d += blockDim.x) {
+    float o = 0.f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float ls = p.part_ml[(base + s) * 2 + 1];
+      if (ls > 0.f) o += p.part_o[(base + s) * p.Dv + d] * exp2f(p.part_ml[(base + s) * 2] - M);
+    }
+    orow[d] = cvt<TQ>(L > 0.f ? o / L : 0.f);
+  }
+}
+
+template <class TQ, class TC, int G>
+void launch_g(const AttnParams& p, int B, gpuStream_t st) {
+  const int chunks_per_kv = (p.group + G - 1) / G;
+  const dim3 grid(unsigned(p.Hkv * chunks_per_kv), unsigned(B), unsigned(p.splits));
+  if (std::max(p.Dk, p.Dv) <= kSpan)
+    attn_decode_gqa_kernel<TQ, TC, G, 1><<<grid, kThreads, 0, st>>>(p);
+  else
+    attn_decode_gqa_kernel<TQ, TC, G, (kMaxD + kSpan - 1) / kSpan><<<grid, kThreads, 0, st>>>(p);
+}
+
+void attn_decode(const AttentionArgs& a, Stream& s) {
+  AttnParams p = params_of(a);
+  const int B = int(a.seq_lens.size(0));
+  if (B == 0) return;
+  const DeviceCaps& caps = caps_of(s);
+  const int G = p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8;
+  const int blocks = B * p.Hkv * ((p.group + G - 1) / G);
+  // About four blocks per compute unit, but no split shorter than a tile.
+  const int max_ctx = std::max(1, a.max_seq_len);
+  const int want = std::max(1, (4 * caps.num_compute_units + blocks - 1) / blocks);
+  p.splits = std::clamp((max_ctx + kTile - 1) / kTile, 1, std::min(want, 128));
+  p.chunk = (max_ctx + p.splits - 1) / p.splits;
+  p.chunk = (p.chunk + kTile - 1) / kTile * kTile;
+  p.splits = (max_ctx + p.chunk - 1) / p.chunk;
+  std::shared_ptr<void> ws;
+  if (p.splits > 1) {
+    const size_t rows = size_t(B) * p.Hq * p.splits;
+    ws = scratch(s, rows * (size_t(p.Dv) + 2) * sizeof(float));
+    p.part_o = static_cast<float*>(ws.get());
+    p.part_ml = p.part_o + rows * p.Dv;
+  }
+  const gpuStream_t st = native_stream(s);
+  dispatch_attn(a, [&](auto tq, auto tc) {
+    using TQ = typename decltype(tq)::type;
+    using TC = typename decltype(tc)::type;
+    switch (G) {
+      case 1: launch_g<TQ, TC, 1>(p, B, st); break;
+      case 2: launch_g<TQ, TC, 2>(p, B, st); break;
+      case 4: launch_g<TQ, TC, 4>(p, B, st); break;
+      default: launch_g<TQ, TC, 8>(p, B, st); break;
+    }
+    if (p.splits > 1) attn_decode_combine_kernel<TQ><<<dim3(unsigned(p.Hq), unsigned(B)), 128, 0, st>>>(p);
+  });
+  check_launch("attn_decode");
+}
+
+bool supports(const OpDesc& d, const DeviceCaps&) {
+  if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
+  const int64_t Dk = d.dim[0], Dv = d.dim[3];
+  return Dk > 0 && Dv > 0 && Dk <= kMaxD && Dv <= kMaxD;
+}
+}  // namespace
+
+void register_attention_decode_kernels() {
+  register_kernel<AttentionArgs>(Op::ATTN_DECODE, kKind, "gpu.attn_decode_gqa_split_kv", 10, supports, attn_decode);
+}
+
+}  // namespace portllm::gpu

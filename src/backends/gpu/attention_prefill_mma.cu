@@ -1,0 +1,280 @@
+// ATTN_PREFILL on NVIDIA tensor cores (sm_80+): FlashAttention-2 over the paged cache.
+// NVIDIA-only fast path (inline PTX: mma.sync m16n8k16, ldmatrix), ARCHITECTURE.md rule 4; its
+// portable sibling is the tiled kernel in attention.cu, which MUSA builds and which this kernel
+// falls back to for what it does not take (f32, mixed dtypes, head dims other than 64/128/256,
+// K and V head dims that differ, unaligned views).
+//
+// One block of 4 warps per (64-query tile, query head, sequence); warp w owns queries
+// 16w..16w+15. Per 64-key tile, K and V rows are gathered through the block table into shared
+// memory (rows padded by 8 values so ldmatrix is conflict-free), S = Q K^T runs on tensor cores
+// with f32 accumulation, the online softmax (base 2) works on the accumulator fragments in
+// registers, and P (rounded to the input dtype, as FlashAttention does) times V accumulates the
+// output in registers. Causal masking per element; key tiles past the tile's last query are
+// never loaded.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/gpu/attention_common.cuh"
+#include "backends/gpu/gpu_kernels.h"
+#include "ops/registry.h"
+
+namespace portllm::gpu {
+
+#if !defined(PORTLLM_GPU_MUSA)
+namespace {
+constexpr int kBQ = 64, kBK = 64, kWarps = 4, kThreads = kWarps * 32;
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr(p)));
+}
+
+template <class T> struct Mma;
+template <> struct Mma<gpu_bf16> {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
+};
+template <> struct Mma<gpu_half> {
+  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
+};
+
+template <int D> constexpr int kLd = D + 8;  // padded smem row (elements): 16-byte aligned, no bank conflicts
+template <int D> constexpr size_t kSmemBytes = size_t(kBQ + 2 * kBK) * kLd<D> * 2;
+
+template <class T, int D>
+__global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row
+  const int b = blockIdx.z, h = blockIdx.y, qt0 = blockIdx.x * kBQ;
+  const int q0 = p.qsl[b], q_len = p.qsl[b + 1] - q0, ctx = p.seq_lens[b];
+  if (qt0 >= q_len) return;
+  const int kh = h / p.group;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int nq = min(kBQ, q_len - qt0);
+  const int first_pos = ctx - q_len;
+  const int num_keys = first_pos + qt0 + nq;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + kBQ * LD;
+  T* sV = sK + kBK * LD;
+  const T* q = static_cast<const T*>(p.q);
+  const T* kc = static_cast<const T*>(p.k_cache);
+  const T* vc = static_cast<const T*>(p.v_cache);
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+
+  for (int i = tid; i < kBQ * VPR; i += kThreads) {
+    const int r = i / VPR, c = i % VPR;
+    uint4 v = zero;
+    if (r < nq) v = *reinterpret_cast<const uint4*>(q + int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + c * 8);
+    *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = v;
+  }
+
+  float o[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+  const float sl2 = p.scale * kLog2e;
+  const int row0 = warp * 16 + lane / 4;  // this thread's accumulator rows: row0 and row0 + 8
+  const int qpos0 = first_pos + qt0 + row0, qpos1 = qpos0 + 8;
+  const int warp_last_pos = first_pos + qt0 + warp * 16 + 15;
+
+  for (int kt = 0; kt < num_keys; kt += kBK) {
+    __syncthreads();  // the previous tile's K/V (and, first time, nothing) are no longer read
+    for (int i = tid; i < kBK * VPR; i += kThreads) {
+      const int r = i / VPR, c = i % VPR, pos = kt + r;
+      uint4 kv = zero, vv = zero;
+      if (pos < num_keys) {
+        const int64_t slot = slot_of(p, b, pos);
+        kv = *reinterpret_cast<const uint4*>(kc + cache_off(slot, p.page, p.kc_s0, p.kc_s1, p.kc_s2, kh) + c * 8);
+        vv = *reinterpret_cast<const uint4*>(vc + cache_off(slot, p.page, p.vc_s0, p.vc_s1, p.vc_s2, kh) + c * 8);
+      }
+      *reinterpret_cast<uint4*>(sK + r * LD + c * 8) = kv;
+      *reinterpret_cast<uint4*>(sV + r * LD + c * 8) = vv;
+    }
+    __syncthreads();
+    if (kt > warp_last_pos) continue;  // every key of the tile is in this warp's queries' future
+
+    // S = Q K^T for the warp's 16 queries x 64 keys.
+    float s[kBK / 8][4];
+#pragma unroll
+    for (int i = 0; i < kBK / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D; kk += 16) {
+      uint32_t a[4];
+      ldsm_x4(a, sQ + (warp * 16 + lane % 16) * LD + kk + (lane / 16) * 8);
+#pragma unroll
+      for (int n2 = 0; n2 < kBK / 16; ++n2) {
+        uint32_t kb[4];
+        ldsm_x4(kb, sK + (n2 * 16 + lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
+        Mma<T>::run(s[2 * n2], a, kb[0], kb[1]);
+        Mma<T>::run(s[2 * n2 + 1], a, kb[2], kb[3]);
+      }
+    }
+    // Scale, mask, online softmax over the accumulator fragments.
+    float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < kBK / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int kpos = kt + nt * 8 + (lane % 4) * 2 + (e & 1);
+        const int qpos = e < 2 ? qpos0 : qpos1;
+        float v = s[nt][e] * sl2;
+        if (kpos > qpos || kpos >= num_keys) v = -INFINITY;
+        s[nt][e] = v;
+        if (e < 2) mx0 = fmaxf(mx0, v);
+        else mx1 = fmaxf(mx1, v);
+      }
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+    const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
+    const float alpha0 = exp2f(m0 - base0), alpha1 = exp2f(m1 - base1);
+    float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < kBK / 8; ++nt) {
+      s[nt][0] = exp2f(s[nt][0] - base0);
+      s[nt][1] = exp2f(s[nt][1] - base0);
+      s[nt][2] = exp2f(s[nt][2] - base1);
+      s[nt][3] = exp2f(s[nt][3] - base1);
+      sum0 += s[nt][0] + s[nt][1];
+      sum1 += s[nt][2] + s[nt][3];
+    }
+    l0 = l0 * alpha0 + sum0;  // per-thread partial sums; the quad is reduced once at the end
+    l1 = l1 * alpha1 + sum1;
+    m0 = mn0;
+    m1 = mn1;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      o[i][0] *= alpha0;
+      o[i][1] *= alpha0;
+      o[i][2] *= alpha1;
+      o[i][3] *= alpha1;
+    }
+    // O += P V: P's accumulator fragments are the A fragments of the next MMA.
+#pragma unroll
+    for (int k2 = 0; k2 < kBK / 16; ++k2) {
+      uint32_t a[4];
+      a[0] = Mma<T>::pack(s[2 * k2][0], s[2 * k2][1]);
+      a[1] = Mma<T>::pack(s[2 * k2][2], s[2 * k2][3]);
+      a[2] = Mma<T>::pack(s[2 * k2 + 1][0], s[2 * k2 + 1][1]);
+      a[3] = Mma<T>::pack(s[2 * k2 + 1][2], s[2 * k2 + 1][3]);
+#pragma unroll
+      for (int d2 = 0; d2 < D / 16; ++d2) {
+        uint32_t vb[4];
+        ldsm_x4_trans(vb, sV + (k2 * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD + d2 * 16 + (lane / 16) * 8);
+        Mma<T>::run(o[2 * d2], a, vb[0], vb[1]);
+        Mma<T>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
+      }
+    }
+  }
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
+  T* out = static_cast<T*>(p.out);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int r = row0 + half * 8;
+    if (r >= nq) continue;
+    const float inv = half ? inv1 : inv0;
+    T* orow = out + int64_t(q0 + qt0 + r) * p.o_s0 + int64_t(h) * p.o_s1;
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+      const int d = i * 8 + (lane % 4) * 2;
+      *reinterpret_cast<uint32_t*>(orow + d) = Mma<T>::pack(o[i][2 * half] * inv, o[i][2 * half + 1] * inv);
+    }
+  }
+#endif
+}
+
+template <class T, int D>
+void launch(const AttnParams& p, int B, int max_q_len, gpuStream_t st) {
+  static bool configured = false;  // one attribute call per instantiation (host side, cheap)
+  if (!configured) {
+    (void)gpuFuncSetAttribute(attn_prefill_mma_kernel<T, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                              int(kSmemBytes<D>));
+    configured = true;
+  }
+  const dim3 grid(unsigned((max_q_len + kBQ - 1) / kBQ), unsigned(p.Hq), unsigned(B));
+  attn_prefill_mma_kernel<T, D><<<grid, kThreads, kSmemBytes<D>, st>>>(p);
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+void attn_prefill_mma(const AttentionArgs& a, Stream& s) {
+  const AttnParams p = params_of(a);
+  const int B = int(a.seq_lens.size(0));
+  if (B == 0 || a.q.size(0) == 0) return;
+  // 16-byte vector loads of q and cache rows, 4-byte output stores: fall back if a view breaks that.
+  const bool ok = aligned16(p.q) && aligned16(p.k_cache) && aligned16(p.v_cache) && p.q_s0 % 8 == 0 &&
+                  p.q_s1 % 8 == 0 && p.kc_s0 % 8 == 0 && p.kc_s1 % 8 == 0 && p.kc_s2 % 8 == 0 &&
+                  p.vc_s0 % 8 == 0 && p.vc_s1 % 8 == 0 && p.vc_s2 % 8 == 0 &&
+                  reinterpret_cast<uintptr_t>(p.out) % 4 == 0 && p.o_s0 % 2 == 0 && p.o_s1 % 2 == 0;
+  if (!ok) return attn_prefill_portable(a, s);
+  const gpuStream_t st = native_stream(s);
+  auto go = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    switch (p.Dk) {
+      case 64: launch<T, 64>(p, B, a.max_q_len, st); break;
+      case 128: launch<T, 128>(p, B, a.max_q_len, st); break;
+      default: launch<T, 256>(p, B, a.max_q_len, st); break;
+    }
+  };
+  if (a.q.dtype == DType::BF16) go(Tag<gpu_bf16>{});
+  else go(Tag<gpu_half>{});
+  check_launch("attn_prefill_mma");
+}
+
+bool supports(const OpDesc& d, const DeviceCaps& c) {
+  const DType tq = d.dtype[0], tc = d.dtype[2];
+  if (tq != tc || (tq != DType::BF16 && tq != DType::F16)) return false;
+  if (tq == DType::BF16 && !c.bf16_matmul) return false;
+  const int64_t Dk = d.dim[0], Dv = d.dim[3];
+  if (Dk != Dv || (Dk != 64 && Dk != 128 && Dk != 256)) return false;
+  const size_t need = Dk == 64 ? kSmemBytes<64> : Dk == 128 ? kSmemBytes<128> : kSmemBytes<256>;
+  return need <= size_t(std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) && c.vendor == "nvidia" &&
+         c.arch >= 80;
+}
+}  // namespace
+
+void register_attention_mma_kernels() {
+  register_kernel<AttentionArgs>(Op::ATTN_PREFILL, DeviceKind::CUDA, "gpu.attn_prefill_mma_sm80", 20, supports,
+                                 attn_prefill_mma);
+}
+#else
+void register_attention_mma_kernels() {}  // NVIDIA-only fast path; MUSA uses the portable sibling
+#endif
+
+}  // namespace portllm::gpu
