@@ -4,7 +4,7 @@
 # BIN_DIR holds a prebuilt `portllm` (and optionally `gpu_probe` and `libs.tar.xz`, the non-CUDA
 # shared libraries the binary needs, for machines without the Debian -dev packages). Without it the
 # script builds with CMake (needs the project's dependencies installed). STAGEs: smi probe ops
-# logits engine bench profile musa (default: all but profile and musa). `profile` runs Qwen3-8B with
+# logits engine bench graphs throughput moe profile musa (default: smi probe ops logits engine bench). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
@@ -71,6 +71,21 @@ if has logits; then
       [ $rc -ne 0 ] && tail -3 "$log"
     done
   done
+  # MoE, MLA (DeepSeek), FP8 and hybrid (Gated DeltaNet) fixtures: the issue-9 kernels end to end.
+  for m in tests/data/models/{qwen3moe,deepseekv2,deepseekv3,deepseekv3fp8,qwen3next,qwen35text,qwen35moetext}-tiny; do
+    [ -d "$m" ] || continue
+    # auto (bf16) activations, whole and chunked; f32 activations (tol 1e-3) isolate kernel errors
+    # from bf16 rounding.
+    for v in "auto 0 3e-2" "auto 5 3e-2" "f32 0 1e-3" "f32 5 1e-3"; do
+      set -- $v
+      log="$OUT/logits-$(basename $m)-$1-c$2.log"
+      extra=(); [ $2 -gt 0 ] && extra=(--chunk-size $2)
+      timeout 120 "$PL" check-logits --device cuda --dtype $1 --tol $3 "${extra[@]}" --model $m \
+        --reference $m/reference.safetensors >"$log" 2>&1
+      rc=$?
+      row "check-logits $(basename $m) act=$1 chunk=$2" "$(grep -h max_abs_diff "$log" | tr -d '\n') rc=$rc"
+    done
+  done
   timeout 120 "$PL" check-logits --device cuda --tol 3e-2 --kv-dtype bf16 --chunk-size 5 --model tests/data/models/qwen3-tiny \
     --reference tests/data/models/qwen3-tiny/reference.safetensors >"$OUT/logits-chunked.log" 2>&1
   rc=$?
@@ -95,18 +110,69 @@ if has engine; then
   done
 fi
 
+if has graphs; then
+  # Decode graphs must not change results: 40 prompts (batch sizes 1..40 as requests finish at
+  # different lengths, padded to captured sizes), greedy and seeded sampling, graphs vs eager.
+  G="$OUT/graphs"; mkdir -p "$G"
+  for i in $(seq 1 40); do
+    if [ $((i % 2)) -eq 0 ]; then echo "{\"prompt\": \"Once upon a time $i\", \"max_tokens\": $((8 + i * 3))}"
+    else echo "{\"prompt\": \"The little dog $i\", \"max_tokens\": $((10 + i * 2)), \"temperature\": 0.8, \"seed\": $i}"; fi
+  done >"$G/prompts.jsonl"
+  for mode in graph eager; do
+    flag=(); [ $mode = eager ] && flag=(--disable-cuda-graph)
+    timeout 120 "$PL" generate --device cuda --input "$G/prompts.jsonl" --output "$G/$mode.jsonl" "${flag[@]}" >"$G/$mode.log" 2>&1
+    echo "rc=$?" >>"$G/$mode.log"
+  done
+  if cmp -s "$G/graph.jsonl" "$G/eager.jsonl" && [ -s "$G/graph.jsonl" ]; then
+    row "decode graphs vs eager (40 requests)" "identical ($(grep -h 'captured' "$G/graph.log" | head -1))"
+  else
+    row "decode graphs vs eager (40 requests)" "DIFFERENT: $(tail -2 "$G/graph.log" | tr '\n' ' ')"
+  fi
+fi
+
+if has throughput; then
+  # The nano-vllm workload: 256 sequences, input and output uniform in [100, 1024], ignore_eos,
+  # temperature 0.6 (bench throughput's defaults).
+  timeout 400 "$PL" bench throughput --device cuda --load-format dummy --model tests/data/configs/Qwen3-8B \
+    --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 --kv-dtype bf16 >"$OUT/throughput.log" 2>&1
+  rc=$?
+  row "Qwen3-8B nano-vllm throughput (256 seqs)" "$(awk '/output tok\/s/{print "out tok/s="$3} /total tok\/s/{print "total="$3}' "$OUT/throughput.log" | tr '\n' ' ') rc=$rc"
+fi
+
+if has moe; then
+  B9="$OUT/bench-moe.log"; : >"$B9"
+  for spec in "Qwen3-30B-A3B 1" "Qwen3-30B-A3B 64" "DeepSeek-V2-Lite-Chat 1" "DeepSeek-V2-Lite-Chat 64" "Qwen3.5-35B-A3B 1"; do
+    set -- $spec
+    echo "== $1 bs$2" >>"$B9"
+    timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/$1 --batch-size $2 \
+      --input-len 128 --output-len 64 --num-iters 2 --num-iters-warmup 1 --max-model-len 1024 --kv-dtype bf16 >>"$B9" 2>&1
+    rc=$?
+    row "$1 bs$2 in128 out64" "$(tail -8 "$B9" | awk '/output tok\/s/{print "tok/s="$3} /^TPOT/{print "TPOT="$3"ms"} /^TTFT/{print "TTFT="$3"ms"}' | tr '\n' ' ') rc=$rc"
+  done
+fi
+
 if has profile; then
   # Per-kernel time of a 2048-token prefill and 16 decode steps (each op synchronized: an upper
   # bound per kernel; the sum vs the TPOT shows the host overhead between kernels).
   PORTLLM_PROFILE_OPS=1 timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/Qwen3-8B \
     --batch-size 1 --input-len 2048 --output-len 16 --num-iters 1 --num-iters-warmup 0 --max-model-len 4096 \
     --kv-dtype bf16 >"$OUT/profile-qwen3-8b.log" 2>&1
-  row "profile Qwen3-8B (see profile-qwen3-8b.log)" "rc=$?"
+  row "profile Qwen3-8B bs1 (see profile-qwen3-8b.log)" "rc=$?"
   sed -n '/== op profile/,/^$/p' "$OUT/profile-qwen3-8b.log" | head -30
+  # Batch 64 at a 1k context: attention and sampling weigh more than at batch 1.
+  PORTLLM_PROFILE_OPS=1 timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/Qwen3-8B \
+    --batch-size 64 --input-len 1024 --output-len 16 --num-iters 1 --num-iters-warmup 0 --max-model-len 2048 \
+    --kv-dtype bf16 >"$OUT/profile-qwen3-8b-bs64.log" 2>&1
+  row "profile Qwen3-8B bs64 (see profile-qwen3-8b-bs64.log)" "rc=$?"
+  sed -n '/== op profile/,/^$/p' "$OUT/profile-qwen3-8b-bs64.log" | head -30
 fi
 
 if has musa; then
   MB=${MUSA_BIN:-build-musa/carry}
+  if [ -f "$MB/portllm.xz" ]; then
+    mkdir -p /tmp/pl-musa && xz -dc "$MB/portllm.xz" >/tmp/pl-musa/portllm && chmod +x /tmp/pl-musa/portllm
+    MB=/tmp/pl-musa
+  fi
   for arch in 22 31; do
     PORTLLM_MUSA_ARCH=$arch timeout 300 "$MB/portllm" ops test -b musa >"$OUT/musa-$arch-ops.log" 2>&1
     rc=$?

@@ -28,6 +28,14 @@ class Event {
   virtual float elapsed_ms(const Event& since) const = 0;
 };
 
+// Device work captured once and replayed with one launch (CUDA/MUSA graphs): what removes the
+// per-kernel launch cost of decode steps.
+class Graph {
+ public:
+  virtual ~Graph() = default;
+  virtual void replay(Stream& s) = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -56,6 +64,15 @@ class Device {
   virtual Stream* aux_stream() { return nullptr; }    // optional; callers run sequentially if null
   virtual std::unique_ptr<Event> create_event() = 0;
   virtual void synchronize() = 0;
+
+  // Captures the work fn enqueues on s into a graph instead of running it. Memory allocated during
+  // the capture comes from a pool reserved for graphs (never handed to work outside them), so a
+  // replay cannot overwrite tensors that live across it. nullptr: this device has no graphs.
+  virtual std::unique_ptr<Graph> capture(Stream& s, const std::function<void()>& fn) {
+    (void)s;
+    (void)fn;
+    return nullptr;
+  }
 
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_memory() {}

@@ -38,6 +38,7 @@ void run(const Options& o) {
   ModelLoadOptions lo;
   lo.path = dir;
   lo.load_format = o.model.load_format;
+  lo.dtype = o.model.dtype;
   auto model = load_model(lo, ctx);
   const int64_t T = tokens.size(0), V = ref_logits.size(1);
   if (V != model->config().vocab_size)

@@ -29,8 +29,6 @@ struct ServeOptions {
   int64_t context_length = 0;
   int max_prefill_tokens = 0;
   std::string chat_template;
-  std::vector<int> cuda_graph_bs;
-  bool disable_cuda_graph = false;
   uint64_t seed = 0;
   int load_delay_ms = 0;
 };
@@ -63,8 +61,6 @@ void run(ServeOptions& o) {
   EngineConfig ecfg = engine_config(o.engine);
   if (o.context_length > 0) ecfg.max_model_len = o.context_length;
   if (o.max_prefill_tokens > 0) ecfg.max_num_batched_tokens = o.max_prefill_tokens;
-  if (!o.cuda_graph_bs.empty()) ecfg.cuda_graph_batch_sizes = o.cuda_graph_bs;
-  ecfg.disable_cuda_graph = o.disable_cuda_graph;
   ecfg.seed = o.seed;
   o.server.model_path = ecfg.model_path;
   o.server.chat_template = resolve_chat_template(o.chat_template);
@@ -129,8 +125,6 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--tp-size,--tensor-parallel-size", o->tp_size, "tensor parallel size (only 1 is supported now)")->capture_default_str();
   cmd->add_option("--context-length", o->context_length, "alias of --max-model-len (SGLang name)");
   cmd->add_option("--max-prefill-tokens", o->max_prefill_tokens, "token budget of one step (SGLang name of --max-num-batched-tokens)");
-  cmd->add_option("--cuda-graph-bs", o->cuda_graph_bs, "batch sizes to capture as CUDA graphs")->delimiter(',');
-  cmd->add_flag("--disable-cuda-graph", o->disable_cuda_graph, "never use CUDA graphs");
   cmd->add_option("--seed", o->seed, "engine seed (default sampling seed and dummy weights)");
   cmd->add_option("--load-delay-ms", o->load_delay_ms, "wait before loading the model (tests of the loading state)")->group("");
   cmd->callback([o] { run(*o); });

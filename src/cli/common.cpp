@@ -19,6 +19,7 @@ void add_model_options(CLI::App* cmd, ModelOptions& o) {
   cmd->add_option("--model,--model-path,-m", o.model_dir, "model directory (config.json, *.safetensors); default: embedded stories260K");
   cmd->add_option("--device,-d", o.device, "backend: cpu, cuda[:N], musa[:N]");
   cmd->add_option("--load-format", o.load_format, "auto | safetensors | dummy (seeded random weights)");
+  cmd->add_option("--dtype", o.dtype, "activation dtype on GPUs: auto (the checkpoint's) | f32 | bf16 | f16");
   cmd->add_option("--threads,-t", o.threads, "CPU threads (default: all cores)");
   cmd->add_option("--num-layers", o.num_layers, "keep only the first N decoder layers (benchmarks)");
   cmd->add_option("--seed", o.seed, "seed for dummy weights");

@@ -13,6 +13,7 @@ struct ModelOptions {
   std::string model_dir;              // default: the embedded stories260K
   std::string device = "cpu";
   std::string load_format = "auto";
+  std::string dtype = "auto";         // activation dtype on GPUs
   int threads = 0;                    // 0 = all cores (or PORTLLM_NUM_THREADS)
   int num_layers = 0;                 // >0: reduced depth (dummy benchmarks)
   uint64_t seed = 0;

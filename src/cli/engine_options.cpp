@@ -10,6 +10,7 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--model,--model-path,-m", c.model_path, "model directory (config.json, *.safetensors); default: embedded stories260K");
   cmd->add_option("--device,-d", c.device, "backend: cpu, cuda[:N], musa[:N]");
   cmd->add_option("--load-format", c.load_format, "auto | safetensors | dummy (seeded random weights)");
+  cmd->add_option("--dtype", c.dtype, "activation dtype on GPUs: auto (the checkpoint's) | f32 | bf16 | f16");
   cmd->add_option("--threads,-t", c.threads, "CPU threads (default: all cores)");
   cmd->add_option("--num-layers", c.num_layers_override, "keep only the first N decoder layers (benchmarks)");
   cmd->add_option("--max-num-seqs", c.max_num_seqs, "sequences running at once")->capture_default_str();
@@ -23,6 +24,10 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--max-model-len", c.max_model_len, "longest prompt + output (default: max_position_embeddings)");
   cmd->add_option("--kv-dtype,--kv-cache-dtype", c.kv_dtype, "auto | f32 | f16 | bf16")->capture_default_str();
   cmd->add_option("--page-size,--block-size", c.page_size, "tokens per KV block (default: the backend's preference)");
+  cmd->add_option("--cuda-graph-bs", c.cuda_graph_batch_sizes,
+                  "decode batch sizes captured as CUDA/MUSA graphs (default 1,2,4,8,16,24,32,48,...,256 up to --max-num-seqs)")
+      ->delimiter(',');
+  cmd->add_flag("--disable-cuda-graph", c.disable_cuda_graph, "never replay decode steps from graphs");
   cmd->add_flag("--enable-prefix-caching", o.enable_prefix_caching, "reuse the KV cache of shared prompt prefixes (default on)");
   cmd->add_flag("--disable-prefix-caching,--no-enable-prefix-caching", o.disable_prefix_caching, "turn prefix caching off");
 }

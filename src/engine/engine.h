@@ -78,6 +78,7 @@ struct EngineConfig {
   std::string model_path;
   std::string device = "cpu";
   std::string load_format = "auto";
+  std::string dtype = "auto";  // activation dtype on GPUs (auto = the checkpoint's)
   int num_layers_override = 0;
   int threads = 0;
   int max_num_seqs = 256;

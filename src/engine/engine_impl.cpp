@@ -3,11 +3,14 @@
 #include "engine/engine_impl.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <climits>
 #include <cmath>
 #include <filesystem>
 
 #include "backend/registry.h"
+#include "ops/op_profiler.h"
 #include "backends/builtin.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -37,6 +40,7 @@ void EngineImpl::load(const EngineConfig& cfg) {
   ModelLoadOptions lo;
   lo.path = cfg.model_path;
   lo.load_format = cfg.load_format;
+  lo.dtype = cfg.dtype;
   lo.num_layers_override = cfg.num_layers_override;
   lo.seed = cfg.seed;
   model_ = load_model(lo, *ctx_);
@@ -69,6 +73,20 @@ void EngineImpl::load(const EngineConfig& cfg) {
   kc.dtype = plan.dtype;
   kc.num_state_slots = plan.num_state_slots;
   runner_ = std::make_unique<ModelRunner>(*model_, *ctx_, kc);
+  // Per-op profiling times each kernel with events, which a replayed graph would not record.
+  if (device_->caps().graphs && !cfg.disable_cuda_graph && DecodeGraphs::supported(spec) && !op_profiling_enabled()) {
+    const auto sizes = cfg.cuda_graph_batch_sizes.empty() ? DecodeGraphs::default_sizes(cfg.max_num_seqs)
+                                                          : cfg.cuda_graph_batch_sizes;
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      runner_->enable_decode_graphs(sizes, max_model_len_);
+      std::fprintf(stderr, "portllm: captured %zu decode graphs (batch sizes %d..%d) in %.2f s\n", sizes.size(),
+                   runner_->decode_graphs()->sizes().front(), runner_->decode_graphs()->sizes().back(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "portllm: decode graphs disabled (%s)\n", e.what());
+    }
+  }
 
   SchedulerConfig& sc = sched_cfg_;
   sc.max_num_seqs = cfg.max_num_seqs;

@@ -55,8 +55,16 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts, OpContext& ctx) 
   // Activations: f32 on the CPU (exact reference arithmetic, weights widened in registers);
   // on GPUs the checkpoint's own float dtype, as transformers computes (bf16 for bf16/fp8
   // checkpoints, f32 for f32 ones such as stories260K).
-  if (ctx.device->kind() != DeviceKind::CPU)
+  // --dtype overrides that on GPUs (f32 activations separate bf16 rounding from kernel bugs).
+  if (ctx.device->kind() != DeviceKind::CPU) {
     ctx.act_dtype = (cfg.dtype == DType::F32 || cfg.dtype == DType::F16) ? cfg.dtype : DType::BF16;
+    if (opts.dtype != "auto") {
+      const auto d = dtype_from_name(opts.dtype);
+      if (!d || !(*d == DType::F32 || *d == DType::BF16 || *d == DType::F16))
+        PL_THROW("--dtype '{}': expected auto, f32, bf16 or f16", opts.dtype);
+      ctx.act_dtype = *d;
+    }
+  }
   WeightLoader loader(opts.path, opts.load_format, cfg, *ctx.device, opts.seed);
   // Reduced depth: tensors of the dropped layers are expected but unused.
   if (opts.num_layers_override > 0) loader.ignore_layers_from(cfg.num_layers);

@@ -33,6 +33,7 @@ class Model {
 struct ModelLoadOptions {
   std::string path;                   // model directory (config.json, safetensors)
   std::string load_format = "auto";   // auto | safetensors | dummy
+  std::string dtype = "auto";         // activation dtype on GPUs: auto (the checkpoint's) | f32 | bf16 | f16
   int num_layers_override = 0;        // >0: keep only the first N layers (dummy benchmarks)
   uint64_t seed = 0;                  // dummy weights
   int tp_rank = 0, tp_size = 1;

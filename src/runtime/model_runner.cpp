@@ -30,6 +30,12 @@ std::vector<SeqWork> ModelRunner::make_work(const SchedulerOutput& out) const {
   return work;
 }
 
+void ModelRunner::enable_decode_graphs(std::vector<int> sizes, int64_t max_model_len) {
+  auto g = std::make_unique<DecodeGraphs>(model_, ctx_, *cache_, std::move(sizes), max_model_len);
+  g->capture();
+  graphs_ = std::move(g);
+}
+
 void ModelRunner::reset_state_slot(int slot) {
   for (auto& layer : cache_->layers())
     for (auto& st : layer.state) {
@@ -44,6 +50,7 @@ Tensor ModelRunner::execute(const SchedulerOutput& out) {
     for (const ScheduledRequest& s : out.scheduled)
       if (s.start_position == 0 && s.state_slot >= 0) reset_state_slot(s.state_slot);
   const std::vector<SeqWork> work = make_work(out);
+  if (graphs_ && graphs_->covers(work)) return graphs_->run(work);
   ForwardBatch batch = build_forward_batch(ctx_, work, cache_->config().page_size);
   const int64_t L = batch.num_logits(), V = model_.config().vocab_size;
   Tensor logits;

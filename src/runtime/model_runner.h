@@ -12,6 +12,7 @@
 
 #include "model/model.h"
 #include "runtime/batch_builder.h"
+#include "runtime/decode_graphs.h"
 #include "runtime/kv_cache.h"
 #include "sched/scheduler_output.h"
 
@@ -29,6 +30,11 @@ class ModelRunner {
   // The per-sequence work of one step (exposed for tests).
   std::vector<SeqWork> make_work(const SchedulerOutput& out) const;
 
+  // Decode steps of at most max(sizes) sequences replay captured graphs from now on
+  // (runtime/decode_graphs.h). Throws if capture fails; the runner then stays graph-free.
+  void enable_decode_graphs(std::vector<int> sizes, int64_t max_model_len);
+  const DecodeGraphs* decode_graphs() const { return graphs_.get(); }
+
   KvCache& cache() { return *cache_; }
   bool needs_state_slots() const { return cache_->has_state_layers(); }
   int64_t page_size() const { return cache_->config().page_size; }
@@ -39,6 +45,7 @@ class ModelRunner {
   Model& model_;
   OpContext& ctx_;
   std::unique_ptr<KvCache> cache_;
+  std::unique_ptr<DecodeGraphs> graphs_;
 };
 
 // True when a model keeps recurrent state (some layer's cache kind is Recurrent).

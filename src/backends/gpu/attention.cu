@@ -103,13 +103,13 @@ __global__ void __launch_bounds__(kPrefillWarps * kWarpSize) attn_prefill_kernel
     for (int i = threadIdx.x; i < kBK * Dk; i += blockDim.x) {
       const int j = i / Dk, d = i % Dk, pos = kt + j;
       float v = 0.f;
-      if (pos < num_keys) v = ld(kc, cache_off(slot_of(p, b, pos), p.page, p.kc_s0, p.kc_s1, p.kc_s2, kh) + d);
+      if (pos < num_keys) v = ld(kc, kv_offset(p, b, pos, p.kc_s0, p.kc_s1, p.kc_s2, kh) + d);
       sk[j * (Dk + 1) + d] = v;
     }
     for (int i = threadIdx.x; i < kBK * Dv; i += blockDim.x) {
       const int j = i / Dv, d = i % Dv, pos = kt + j;
       float v = 0.f;
-      if (pos < num_keys) v = ld(vc, cache_off(slot_of(p, b, pos), p.page, p.vc_s0, p.vc_s1, p.vc_s2, kh) + d);
+      if (pos < num_keys) v = ld(vc, kv_offset(p, b, pos, p.vc_s0, p.vc_s1, p.vc_s2, kh) + d);
       sv[j * Dv + d] = v;
     }
     __syncthreads();

@@ -22,19 +22,18 @@ struct AttnParams {
   int page, group, Dk, Dv, Hq, Hkv;
   float scale;
   // decode split-KV
-  int splits, chunk;
+  int splits;
   float* part_o;   // [B, Hq, splits, Dv]
   float* part_ml;  // [B, Hq, splits, 2]
 };
 
-// Cache slot of position pos of sequence b: block_tables[b][pos / page] * page + pos % page.
-__device__ __forceinline__ int64_t slot_of(const AttnParams& p, int b, int pos) {
-  const int32_t blk = p.block_tables[b * p.bt_s0 + pos / p.page];
-  return int64_t(blk) * p.page + pos % p.page;
-}
-// Element offset of (slot, kv head) in a [NB, page, H, D] cache with strides s0, s1, s2.
-__device__ __forceinline__ int64_t cache_off(int64_t slot, int page, int64_t s0, int64_t s1, int64_t s2, int kh) {
-  return (slot / page) * s0 + (slot % page) * s1 + int64_t(kh) * s2;
+// Element offset of position pos of sequence b in a [NB, page, H, D] cache with strides s0, s1, s2,
+// KV head kh. 32-bit index math (a 64-bit division is a long software routine on GPUs, and
+// kernels call this per key); only the final products are 64-bit.
+__device__ __forceinline__ int64_t kv_offset(const AttnParams& p, int b, int pos, int64_t s0, int64_t s1, int64_t s2,
+                                             int kh) {
+  const int blk = p.block_tables[int64_t(b) * p.bt_s0 + pos / p.page];
+  return int64_t(blk) * s0 + int64_t(pos % p.page) * s1 + int64_t(kh) * s2;
 }
 
 inline AttnParams params_of(const AttentionArgs& a) {

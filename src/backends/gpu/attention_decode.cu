@@ -12,8 +12,8 @@
 //   3. values: the same key split; each thread accumulates its 4 dims of every head in registers.
 // The warps' partial outputs are summed in shared memory. With more than one split, (max, sum,
 // unnormalized output) per split go to scratch and a second kernel merges them.
-// Splits are chosen so the grid covers the device about four times over (batch-1 decode at long
-// context), with no split shorter than one tile.
+// The number of splits depends on the batch only (the grid covers the device about four times
+// over); each sequence's context is divided among them on the device.
 #include <algorithm>
 #include <cmath>
 
@@ -32,7 +32,7 @@ constexpr auto kKind =
 #endif
 constexpr int kThreads = 128;
 constexpr int kNW = kThreads / kWarpSize;  // warps per block (1 on 128-wide warps)
-constexpr int kTile = 64;                  // keys per tile
+constexpr int kTile = 32;                  // keys per tile
 constexpr int kKeysPerWarp = kTile / kNW;
 constexpr int kVec = 4;                    // consecutive head-dim values per lane
 constexpr int kSpan = kWarpSize * kVec;    // head-dim values a warp covers per chunk
@@ -61,12 +61,16 @@ __global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p)
   const int ng = min(G, p.group - hc * G);
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int ctx = p.seq_lens[b], qrow = p.qsl[b];
-  const int start = split * p.chunk, end = min(ctx, start + p.chunk);
+  // Each sequence's context is cut into p.splits equal chunks on the device, so the grid depends
+  // only on the batch (a captured graph serves every context length).
+  const int chunk = (ctx + p.splits - 1) / p.splits;
+  const int start = split * chunk, end = min(ctx, start + chunk);
   const int Dk = p.Dk, Dv = p.Dv;
 
   __shared__ float s_p[G][kTile];
   __shared__ float s_m[G], s_l[G], s_alpha[G];
   __shared__ float s_acc[G][kMaxD];
+  __shared__ int64_t s_koff[2][kTile], s_voff[2][kTile];
 
   const TQ* qbase = static_cast<const TQ*>(p.q) + int64_t(qrow) * p.q_s0;
   float q[G][NC][kVec], acc[G][NC][kVec];
@@ -90,16 +94,28 @@ __global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p)
   const TC* vc = static_cast<const TC*>(p.v_cache);
   __syncthreads();
 
-  for (int t0 = start; t0 < end; t0 += kTile) {
+  // Each key's cache rows are looked up once, one tile ahead (double-buffered offsets), so the
+  // block-table read is off the critical path.
+  auto lookup = [&](int t, int buf) {
+    const int n = min(kTile, end - t);
+    for (int j = threadIdx.x; j < n; j += kThreads) {
+      s_koff[buf][j] = kv_offset(p, b, t + j, p.kc_s0, p.kc_s1, p.kc_s2, kh);
+      s_voff[buf][j] = kv_offset(p, b, t + j, p.vc_s0, p.vc_s1, p.vc_s2, kh);
+    }
+  };
+  if (start < end) lookup(start, 0);
+  __syncthreads();
+  for (int t0 = start, buf = 0; t0 < end; t0 += kTile, buf ^= 1) {
     const int nk = min(kTile, end - t0);
-    // 1. scores
-    float kv[kKeysPerWarp][NC][kVec];
+    if (t0 + kTile < end) lookup(t0 + kTile, buf ^ 1);
+    // 1. scores; the V rows are loaded together with the K rows so their latencies overlap.
+    float kv[kKeysPerWarp][NC][kVec], vv[kKeysPerWarp][NC][kVec];
 #pragma unroll
     for (int jj = 0; jj < kKeysPerWarp; ++jj) {
       const int j = jj * kNW + warp;
       if (j < nk) {
-        const TC* row = kc + cache_off(slot_of(p, b, t0 + j), p.page, p.kc_s0, p.kc_s1, p.kc_s2, kh);
-        load_row<TC, NC>(kv[jj], row, Dk, lane);
+        load_row<TC, NC>(kv[jj], kc + s_koff[buf][j], Dk, lane);
+        load_row<TC, NC>(vv[jj], vc + s_voff[buf][j], Dv, lane);
       }
     }
 #pragma unroll
@@ -155,14 +171,6 @@ __global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p)
 #pragma unroll
     for (int jj = 0; jj < kKeysPerWarp; ++jj) {
       const int j = jj * kNW + warp;
-      if (j < nk) {
-        const TC* row = vc + cache_off(slot_of(p, b, t0 + j), p.page, p.vc_s0, p.vc_s1, p.vc_s2, kh);
-        load_row<TC, NC>(kv[jj], row, Dv, lane);
-      }
-    }
-#pragma unroll
-    for (int jj = 0; jj < kKeysPerWarp; ++jj) {
-      const int j = jj * kNW + warp;
       if (j >= nk) continue;
 #pragma unroll
       for (int g = 0; g < G; ++g) {
@@ -170,10 +178,10 @@ __global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p)
 #pragma unroll
         for (int c = 0; c < NC; ++c)
 #pragma unroll
-          for (int i = 0; i < kVec; ++i) acc[g][c][i] += pj * kv[jj][c][i];
+          for (int i = 0; i < kVec; ++i) acc[g][c][i] += pj * vv[jj][c][i];
       }
     }
-    __syncthreads();  // s_p and s_alpha are rewritten by the next tile
+    __syncthreads();  // s_p, s_alpha and the row offsets are rewritten by the next tile
   }
   // Sum the warps' partial outputs.
 #pragma unroll
@@ -207,27 +215,35 @@ __global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p)
 }
 
 // Merges the splits of one (query head, sequence): out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s.
+// The per-split weights are computed once, in parallel, into shared memory (a serial walk over
+// the splits would be a chain of dependent global loads per thread).
+constexpr int kMaxSplits = 256;
 template <class TQ>
-__global__ void attn_decode_combine_kernel(AttnParams p) {
+__global__ void __launch_bounds__(kThreads) attn_decode_combine_kernel(AttnParams p) {
   const int h = blockIdx.x, b = blockIdx.y;
   const int64_t base = (int64_t(b) * p.Hq + h) * p.splits;
-  float M = -INFINITY;
-  for (int s = 0; s < p.splits; ++s)
-    if (p.part_ml[(base + s) * 2 + 1] > 0.f) M = fmaxf(M, p.part_ml[(base + s) * 2]);
-  float L = 0.f;
-  for (int s = 0; s < p.splits; ++s) {
+  __shared__ float s_w[kMaxSplits];
+  __shared__ float red[32];
+  float mx = -INFINITY;
+  for (int s = threadIdx.x; s < p.splits; s += kThreads)
+    if (p.part_ml[(base + s) * 2 + 1] > 0.f) mx = fmaxf(mx, p.part_ml[(base + s) * 2]);
+  const float M = block_max(mx, red);
+  float lsum = 0.f;
+  for (int s = threadIdx.x; s < p.splits; s += kThreads) {
     const float ls = p.part_ml[(base + s) * 2 + 1];
-    if (ls > 0.f) L += ls * exp2f(p.part_ml[(base + s) * 2] - M);
+    const float w = ls > 0.f ? exp2f(p.part_ml[(base + s) * 2] - M) : 0.f;
+    s_w[s] = w;
+    lsum += ls * w;
   }
+  const float L = block_sum(lsum, red);  // block_sum synchronizes, so s_w is complete
+  const float inv = L > 0.f ? 1.f / L : 0.f;
   const int qrow = p.qsl[b];
   TQ* orow = static_cast<TQ*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h) * p.o_s1;
-  for (int d = threadIdx.x; d < p.Dv; d += blockDim.x) {
+  for (int d = threadIdx.x; d < p.Dv; d += kThreads) {
     float o = 0.f;
-    for (int s = 0; s < p.splits; ++s) {
-      const float ls = p.part_ml[(base + s) * 2 + 1];
-      if (ls > 0.f) o += p.part_o[(base + s) * p.Dv + d] * exp2f(p.part_ml[(base + s) * 2] - M);
-    }
-    orow[d] = cvt<TQ>(L > 0.f ? o / L : 0.f);
+    for (int s = 0; s < p.splits; ++s)
+      if (s_w[s] > 0.f) o += p.part_o[(base + s) * p.Dv + d] * s_w[s];
+    orow[d] = cvt<TQ>(o * inv);
   }
 }
 
@@ -248,13 +264,11 @@ void attn_decode(const AttentionArgs& a, Stream& s) {
   const DeviceCaps& caps = caps_of(s);
   const int G = p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8;
   const int blocks = B * p.Hkv * ((p.group + G - 1) / G);
-  // About four blocks per compute unit, but no split shorter than a tile.
+  // About four blocks per compute unit, but no split shorter than 16 keys of the longest context
+  // (max_seq_len may be an upper bound: graphs capture with the model's maximum).
   const int max_ctx = std::max(1, a.max_seq_len);
   const int want = std::max(1, (4 * caps.num_compute_units + blocks - 1) / blocks);
-  p.splits = std::clamp((max_ctx + kTile - 1) / kTile, 1, std::min(want, 128));
-  p.chunk = (max_ctx + p.splits - 1) / p.splits;
-  p.chunk = (p.chunk + kTile - 1) / kTile * kTile;
-  p.splits = (max_ctx + p.chunk - 1) / p.chunk;
+  p.splits = std::clamp((max_ctx + 15) / 16, 1, std::min(want, kMaxSplits));
   std::shared_ptr<void> ws;
   if (p.splits > 1) {
     const size_t rows = size_t(B) * p.Hq * p.splits;
@@ -272,7 +286,7 @@ void attn_decode(const AttentionArgs& a, Stream& s) {
       case 4: launch_g<TQ, TC, 4>(p, B, st); break;
       default: launch_g<TQ, TC, 8>(p, B, st); break;
     }
-    if (p.splits > 1) attn_decode_combine_kernel<TQ><<<dim3(unsigned(p.Hq), unsigned(B)), 128, 0, st>>>(p);
+    if (p.splits > 1) attn_decode_combine_kernel<TQ><<<dim3(unsigned(p.Hq), unsigned(B)), kThreads, 0, st>>>(p);
   });
   check_launch("attn_decode");
 }

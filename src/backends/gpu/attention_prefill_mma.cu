@@ -86,6 +86,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sK = sQ + kBQ * LD;
   T* sV = sK + kBK * LD;
+  __shared__ int64_t s_koff[kBK], s_voff[kBK];
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
@@ -108,14 +109,19 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   const int warp_last_pos = first_pos + qt0 + warp * 16 + 15;
 
   for (int kt = 0; kt < num_keys; kt += kBK) {
-    __syncthreads();  // the previous tile's K/V (and, first time, nothing) are no longer read
+    __syncthreads();  // the previous tile's K/V and row offsets are no longer read
+    if (tid < kBK) {  // each key's cache row, looked up once per tile
+      const int pos = kt + tid;
+      s_koff[tid] = pos < num_keys ? kv_offset(p, b, pos, p.kc_s0, p.kc_s1, p.kc_s2, kh) : -1;
+      s_voff[tid] = pos < num_keys ? kv_offset(p, b, pos, p.vc_s0, p.vc_s1, p.vc_s2, kh) : -1;
+    }
+    __syncthreads();
     for (int i = tid; i < kBK * VPR; i += kThreads) {
-      const int r = i / VPR, c = i % VPR, pos = kt + r;
+      const int r = i / VPR, c = i % VPR;
       uint4 kv = zero, vv = zero;
-      if (pos < num_keys) {
-        const int64_t slot = slot_of(p, b, pos);
-        kv = *reinterpret_cast<const uint4*>(kc + cache_off(slot, p.page, p.kc_s0, p.kc_s1, p.kc_s2, kh) + c * 8);
-        vv = *reinterpret_cast<const uint4*>(vc + cache_off(slot, p.page, p.vc_s0, p.vc_s1, p.vc_s2, kh) + c * 8);
+      if (s_koff[r] >= 0) {
+        kv = *reinterpret_cast<const uint4*>(kc + s_koff[r] + c * 8);
+        vv = *reinterpret_cast<const uint4*>(vc + s_voff[r] + c * 8);
       }
       *reinterpret_cast<uint4*>(sK + r * LD + c * 8) = kv;
       *reinterpret_cast<uint4*>(sV + r * LD + c * 8) = vv;

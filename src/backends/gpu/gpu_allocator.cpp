@@ -18,6 +18,7 @@ size_t CachingAllocator::size_class(size_t bytes) {
 CachingAllocator::~CachingAllocator() {
   // At process exit the runtime may already be torn down: ignore errors here.
   for (auto& [cls, p] : free_) (void)gpuFree(p);
+  for (auto& [cls, p] : graph_free_) (void)gpuFree(p);
 }
 
 void* CachingAllocator::malloc_or_flush(size_t cls) {
@@ -48,14 +49,17 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
   const size_t want = size_class(bytes ? bytes : 1);
   void* p = nullptr;
   size_t cls = want;
+  bool graph = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    auto it = free_.lower_bound(want);
+    graph = capturing_;
+    auto& pool = graph ? graph_free_ : free_;
+    auto it = pool.lower_bound(want);
     const size_t limit = want <= (1u << 20) ? want : want + want / 4;
-    if (it != free_.end() && it->first <= limit) {
+    if (it != pool.end() && it->first <= limit) {
       cls = it->first;
       p = it->second;
-      free_.erase(it);
+      pool.erase(it);
     } else {
       p = malloc_or_flush(want);
     }
@@ -63,13 +67,18 @@ std::shared_ptr<void> CachingAllocator::allocate(size_t bytes) {
     peak_ = std::max(peak_, allocated_);
   }
   auto self = shared_from_this();
-  return std::shared_ptr<void>(p, [self, cls](void* q) { self->release(q, cls); });
+  return std::shared_ptr<void>(p, [self, cls, graph](void* q) { self->release(q, cls, graph); });
 }
 
-void CachingAllocator::release(void* p, size_t cls) {
+void CachingAllocator::release(void* p, size_t cls, bool graph_pool) {
   std::lock_guard<std::mutex> lk(mu_);
   allocated_ -= cls;
-  free_.emplace(cls, p);
+  (graph_pool ? graph_free_ : free_).emplace(cls, p);
+}
+
+void CachingAllocator::set_graph_capture(bool on) {
+  std::lock_guard<std::mutex> lk(mu_);
+  capturing_ = on;
 }
 
 void CachingAllocator::empty_cache() {

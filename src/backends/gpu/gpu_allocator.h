@@ -24,13 +24,19 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
   MemoryStats stats() const;
   void reset_peak();
   static size_t size_class(size_t bytes);
+  // While a graph is being captured, blocks come from and return to a separate graph pool: the
+  // addresses baked into graphs are never handed to tensors that live across a replay. Graphs
+  // replay one at a time on one stream, so they may share the pool.
+  void set_graph_capture(bool on);
 
  private:
-  void release(void* p, size_t cls);
+  void release(void* p, size_t cls, bool graph_pool);
   void* malloc_or_flush(size_t cls);
   int device_;
   mutable std::mutex mu_;
-  std::multimap<size_t, void*> free_;  // size class -> cached blocks
+  std::multimap<size_t, void*> free_;        // size class -> cached blocks
+  std::multimap<size_t, void*> graph_free_;  // the graph pool's cached blocks
+  bool capturing_ = false;
   size_t allocated_ = 0, peak_ = 0, reserved_ = 0;
 };
 

@@ -23,6 +23,12 @@ struct GpuEvent final : Event {
   }
 };
 
+struct GpuGraph final : Graph {
+  gpuGraphExec_t exec = nullptr;
+  ~GpuGraph() override { (void)gpuGraphExecDestroy(exec); }
+  void replay(Stream& s) override { PL_GPU_CHECK(gpuGraphLaunch(exec, native_stream(s))); }
+};
+
 DeviceKind vendor_kind() {
 #if defined(PORTLLM_GPU_MUSA)
   return DeviceKind::MUSA;
@@ -103,6 +109,31 @@ void GpuDevice::memset(void* dst, int value, size_t n, Stream* s) {
 }
 
 std::unique_ptr<Event> GpuDevice::create_event() { return std::make_unique<GpuEvent>(); }
+
+std::unique_ptr<Graph> GpuDevice::capture(Stream& s, const std::function<void()>& fn) {
+  if (!caps_.graphs) return nullptr;
+  const gpuStream_t st = native_stream(s);
+  // Relaxed mode: a cache miss in the allocator may call gpuMalloc while capturing.
+  PL_GPU_CHECK(gpuStreamBeginCapture(st, gpuStreamCaptureModeRelaxed));
+  alloc_->set_graph_capture(true);
+  gpuGraph_t graph = nullptr;
+  try {
+    fn();
+  } catch (...) {
+    alloc_->set_graph_capture(false);
+    (void)gpuStreamEndCapture(st, &graph);
+    if (graph) (void)gpuGraphDestroy(graph);
+    (void)gpuGetLastError();
+    throw;
+  }
+  alloc_->set_graph_capture(false);
+  PL_GPU_CHECK(gpuStreamEndCapture(st, &graph));
+  auto g = std::make_unique<GpuGraph>();
+  const gpuError_t e = gpuGraphInstantiate(&g->exec, graph, 0);
+  (void)gpuGraphDestroy(graph);
+  PL_GPU_CHECK(e);
+  return g;
+}
 
 void GpuDevice::synchronize() {
   main_->synchronize();

@@ -46,6 +46,7 @@ class GpuDevice final : public Device {
   MemoryStats memory_stats() const override { return alloc_->stats(); }
   void reset_peak_memory() override { alloc_->reset_peak(); }
   void empty_cache() override { alloc_->empty_cache(); }
+  std::unique_ptr<Graph> capture(Stream& s, const std::function<void()>& fn) override;
 
   gpublasHandle_t blas(gpuStream_t s);  // the device's BLAS handle bound to stream s
   void make_current() const;

@@ -128,8 +128,8 @@ __global__ void __launch_bounds__(kThreads) mla_kernel(MlaParams p) {
       const int j = e / Dkv, d = e % Dkv, pos = kt + j;
       float v = 0.f;
       if (pos < kend) {
-        const int64_t slot = int64_t(bt[pos / p.page]) * p.page + pos % p.page;
-        v = ld(cache, (slot / p.page) * p.c_s0 + (slot % p.page) * p.c_s1 + d);
+        // 32-bit index math: a 64-bit division per element would dominate the load loop.
+        v = ld(cache, int64_t(bt[pos / p.page]) * p.c_s0 + int64_t(pos % p.page) * p.c_s1 + d);
       }
       sk[j * lds + d] = v;
     }

@@ -50,6 +50,7 @@ using musaDataType_t = cudaDataType_t;
 #define musaStreamBeginCapture cudaStreamBeginCapture
 #define musaStreamEndCapture cudaStreamEndCapture
 #define musaStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
+#define musaStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
 #define musaGraphInstantiate cudaGraphInstantiate
 #define musaGraphLaunch cudaGraphLaunch
 #define musaGraphDestroy cudaGraphDestroy

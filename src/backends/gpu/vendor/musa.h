@@ -83,6 +83,7 @@ using gpublasComputeType_t = musaDataType_t;
 #define gpuStreamBeginCapture musaStreamBeginCapture
 #define gpuStreamEndCapture musaStreamEndCapture
 #define gpuStreamCaptureModeThreadLocal musaStreamCaptureModeThreadLocal
+#define gpuStreamCaptureModeRelaxed musaStreamCaptureModeRelaxed
 #define gpuGraphInstantiate musaGraphInstantiate
 #define gpuGraphLaunch musaGraphLaunch
 #define gpuGraphDestroy musaGraphDestroy

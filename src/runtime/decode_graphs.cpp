@@ -1,0 +1,149 @@
+#include "runtime/decode_graphs.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace portllm {
+
+std::vector<int> DecodeGraphs::default_sizes(int max_num_seqs) {
+  std::vector<int> v;
+  for (int s : {1, 2, 4, 8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256})
+    if (s <= max_num_seqs) v.push_back(s);
+  return v;
+}
+
+bool DecodeGraphs::supported(const std::vector<LayerCacheSpec>& spec) {
+  for (const auto& s : spec)
+    if (s.kind != LayerCacheSpec::Kind::PagedKV && s.kind != LayerCacheSpec::Kind::None) return false;
+  return true;
+}
+
+DecodeGraphs::DecodeGraphs(Model& model, OpContext& ctx, KvCache& cache, std::vector<int> sizes, int64_t max_model_len)
+    : model_(model), ctx_(ctx), cache_(cache), sizes_(std::move(sizes)), max_model_len_(max_model_len) {
+  std::sort(sizes_.begin(), sizes_.end());
+  sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
+  PL_CHECK(!sizes_.empty() && sizes_.front() >= 1, "--cuda-graph-bs: sizes must be >= 1");
+  const int64_t page = cache_.config().page_size;
+  max_blocks_ = (max_model_len_ + page - 1) / page;
+  const size_t S = size_t(sizes_.back());
+  auto pad4 = [](size_t n) { return (n + 3) / 4 * 4; };  // 16-byte aligned arrays
+  size_t off = 0;
+  auto take = [&](size_t n) {
+    const size_t o = off;
+    off += pad4(n);
+    return o;
+  };
+  lay_.ids = take(S);
+  lay_.pos = take(S);
+  lay_.slots = take(S);
+  lay_.lens = take(S);
+  lay_.qsl = take(S + 1);
+  lay_.rows = take(S);
+  lay_.states = take(S);
+  lay_.init = take(S);
+  lay_.tables = take(S * size_t(max_blocks_));
+  lay_.total = off;
+  host_.assign(lay_.total, 0);
+  inputs_ = ctx_.device->zeros(DType::I32, {int64_t(lay_.total)});
+  logits_ = ctx_.device->empty(DType::F32, {int64_t(S), model_.config().vocab_size});
+}
+
+ForwardBatch DecodeGraphs::batch_for(int size) const {
+  auto view = [&](size_t off, std::vector<int64_t> shape) {
+    return Tensor::view_of(inputs_.ptr<int32_t>() + off, DType::I32, std::move(shape), inputs_.device,
+                           inputs_.device_index, inputs_.owner);
+  };
+  const int64_t n = size;
+  ForwardBatch b;
+  b.num_tokens = b.num_seqs = size;
+  b.max_q_len = 1;
+  b.max_seq_len = int(max_model_len_);  // kernels plan for the longest context
+  b.token_ids = view(lay_.ids, {n});
+  b.positions = view(lay_.pos, {n});
+  b.slot_mapping = view(lay_.slots, {n});
+  b.seq_lens = view(lay_.lens, {n});
+  b.query_start_loc = view(lay_.qsl, {n + 1});
+  b.logits_indices = view(lay_.rows, {n});
+  b.state_slots = view(lay_.states, {n});
+  b.has_initial_state = view(lay_.init, {n});
+  b.block_tables = view(lay_.tables, {n, max_blocks_});
+  // Host mirrors describe the capture-time batch only; graph-safe kernels do not read them.
+  b.host_seq_lens.assign(size_t(size), 1);
+  b.host_query_start_loc.resize(size_t(size) + 1);
+  for (int i = 0; i <= size; ++i) b.host_query_start_loc[size_t(i)] = i;
+  b.host_positions.assign(size_t(size), 0);
+  b.host_state_slots.assign(size_t(size), -1);
+  b.host_has_initial_state.assign(size_t(size), 0);
+  return b;
+}
+
+// Host image of the inputs for `work` padded to `size` sequences, then one upload of the prefix
+// the size uses.
+void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
+  const int64_t page = cache_.config().page_size;
+  int32_t* h = host_.data();
+  for (int i = 0; i < size; ++i) {
+    const bool real = i < int(work.size());
+    int32_t* table = h + lay_.tables + size_t(i) * size_t(max_blocks_);
+    std::fill(table, table + max_blocks_, 0);
+    h[lay_.qsl + size_t(i)] = i;
+    h[lay_.rows + size_t(i)] = i;
+    h[lay_.states + size_t(i)] = -1;
+    h[lay_.init + size_t(i)] = 0;
+    if (!real) {  // padding: reads position 0 of block 0, writes nothing
+      h[lay_.ids + size_t(i)] = 0;
+      h[lay_.pos + size_t(i)] = 0;
+      h[lay_.slots + size_t(i)] = -1;
+      h[lay_.lens + size_t(i)] = 1;
+      continue;
+    }
+    const SeqWork& w = work[size_t(i)];
+    const int64_t p = w.start_pos;
+    PL_CHECK(int64_t(w.block_table.size()) <= max_blocks_ && int64_t(w.block_table.size()) * page > p,
+             "decode graph: block table of sequence {} does not cover position {}", i, p);
+    std::copy(w.block_table.begin(), w.block_table.end(), table);
+    h[lay_.ids + size_t(i)] = w.tokens[0];
+    h[lay_.pos + size_t(i)] = int32_t(p);
+    h[lay_.slots + size_t(i)] = int32_t(w.block_table[size_t(p / page)] * page + p % page);
+    h[lay_.lens + size_t(i)] = int32_t(p + 1);
+  }
+  h[lay_.qsl + size_t(size)] = size;
+  const size_t used = lay_.tables + size_t(size) * size_t(max_blocks_);
+  ctx_.device->copy_to_device(inputs_.data, host_.data(), used * 4, ctx_.stream);
+}
+
+void DecodeGraphs::capture() {
+  graphs_.clear();
+  graphs_.resize(sizes_.size());
+  for (size_t k = sizes_.size(); k-- > 0;) {
+    const int s = sizes_[k];
+    fill({}, s);
+    const ForwardBatch b = batch_for(s);
+    Tensor out = logits_.slice(0, 0, s);
+    model_.forward(ctx_, b, cache_.layers(), out);  // warm-up: kernel choice, BLAS plans, lazy loading
+    ctx_.stream->synchronize();
+    graphs_[k] = ctx_.device->capture(*ctx_.stream, [&] { model_.forward(ctx_, b, cache_.layers(), out); });
+    PL_CHECK(graphs_[k] != nullptr, "{}: this device does not capture graphs", ctx_.device->name());
+  }
+  ctx_.stream->synchronize();
+}
+
+bool DecodeGraphs::covers(const std::vector<SeqWork>& work) const {
+  if (graphs_.empty() || work.empty() || int(work.size()) > sizes_.back()) return false;
+  for (const SeqWork& w : work)
+    if (w.tokens.size() != 1 || w.logits != SeqWork::Logits::Last || w.state_slot >= 0 ||
+        w.start_pos + 1 > max_model_len_)
+      return false;
+  return true;
+}
+
+Tensor DecodeGraphs::run(const std::vector<SeqWork>& work) {
+  const int n = int(work.size());
+  const size_t k = size_t(std::lower_bound(sizes_.begin(), sizes_.end(), n) - sizes_.begin());
+  fill(work, sizes_[k]);
+  graphs_[k]->replay(*ctx_.stream);
+  return logits_.slice(0, 0, n);
+}
+
+}  // namespace portllm
