@@ -29,21 +29,6 @@ constexpr int kRows = 2;    // W rows per warp
 constexpr int kUnroll = 2;  // 16-byte vectors per row in flight per lane
 constexpr int kMaxM = 8;
 
-template <class T> __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]);
-template <> __device__ __forceinline__ void unpack8<gpu_bf16>(const uint4& v, float (&f)[8]) {
-  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(w[i] << 16);
-    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-  }
-}
-template <> __device__ __forceinline__ void unpack8<gpu_half>(const uint4& v, float (&f)[8]) {
-  const gpu_half* h = reinterpret_cast<const gpu_half*>(&v);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) f[i] = gpu_half_to_f32(h[i]);
-}
-
 template <class T, class TO, int M>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld, const T* __restrict__ x, int64_t x_ld,
                                                         const T* __restrict__ w, int64_t w_ld, const void* bias,

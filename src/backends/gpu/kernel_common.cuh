@@ -55,6 +55,22 @@ __device__ __forceinline__ float block_max(float v, float* smem) {
   return t;
 }
 
+// The 8 values of a 16-byte vector of bf16 or f16, widened to float (f points at 8 floats).
+template <class T> __device__ __forceinline__ void unpack8(const uint4& v, float* f);
+template <> __device__ __forceinline__ void unpack8<gpu_bf16>(const uint4& v, float* f) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(w[i] << 16);
+    f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+template <> __device__ __forceinline__ void unpack8<gpu_half>(const uint4& v, float* f) {
+  const gpu_half* h = reinterpret_cast<const gpu_half*>(&v);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = gpu_half_to_f32(h[i]);
+}
+
 template <class T> struct Tag { using type = T; };
 
 // Calls fn(Tag<T>{}) with T the device type of a float dtype (f32, bf16, f16).
