@@ -20,12 +20,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 constexpr int kMaxD = 256;
 constexpr int kPerLane = kMaxD / kWarpSize;  // output values per lane
 constexpr int kBQ = 16, kBK = 32, kPrefillWarps = 4, kQPerWarp = kBQ / kPrefillWarps;

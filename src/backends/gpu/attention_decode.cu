@@ -24,12 +24,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 constexpr int kThreads = 128;
 constexpr int kNW = kThreads / kWarpSize;  // warps per block (1 on 128-wide warps)
 constexpr int kTile = 32;                  // keys per tile

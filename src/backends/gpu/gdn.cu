@@ -34,12 +34,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 
 // ---- runtime-dtype element access (f32 = 0, bf16 = 1, f16 = 2) ----
 int rt_code(DType t) {

@@ -17,12 +17,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / kWarpSize;
 constexpr int kRows = 2;    // W rows per warp

@@ -29,13 +29,6 @@ struct GpuGraph final : Graph {
   void replay(Stream& s) override { PL_GPU_CHECK(gpuGraphLaunch(exec, native_stream(s))); }
 };
 
-DeviceKind vendor_kind() {
-#if defined(PORTLLM_GPU_MUSA)
-  return DeviceKind::MUSA;
-#else
-  return DeviceKind::CUDA;
-#endif
-}
 }  // namespace
 
 void GpuStream::synchronize() { PL_GPU_CHECK(gpuStreamSynchronize(s_)); }
@@ -70,7 +63,6 @@ GpuDevice::GpuDevice(int index) : index_(index) {
 #else
   caps_ = gpu_caps_from_profile(GpuVendor::NVIDIA, p.major * 10 + p.minor, props);
 #endif
-  (void)vendor_kind;
   PL_CHECK(caps_.warp_size == kWarpSize,
            "{} reports warp size {} but the GPU kernels were built for {}", caps_.name, caps_.warp_size, kWarpSize);
   alloc_ = std::make_shared<CachingAllocator>(index);

@@ -9,6 +9,14 @@
 
 namespace portllm::gpu {
 
+// The device kind this build's kernels register for.
+constexpr DeviceKind kGpuKind =
+#if defined(PORTLLM_GPU_MUSA)
+    DeviceKind::MUSA;
+#else
+    DeviceKind::CUDA;
+#endif
+
 gpuStream_t native_stream(Stream& s);
 // Scratch device memory, returned to the cache when the owner is released (stream-ordered reuse).
 std::shared_ptr<void> scratch(Stream& s, size_t bytes);

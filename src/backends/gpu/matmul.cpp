@@ -16,12 +16,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 
 gpuDataType_t blas_type(DType t) {
   switch (t) {

@@ -36,12 +36,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 constexpr int kThreads = 256;
 constexpr int kMaxAcc = 32;                           // output values per thread
 constexpr int kMaxRows = 64;                          // rows per block

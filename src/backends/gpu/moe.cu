@@ -19,12 +19,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 
 gpuStream_t st(Stream& s) { return native_stream(s); }
 

@@ -20,12 +20,7 @@ RowsDesc rows_of(const Tensor& t) {
 }
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 
 Rows to_rows(const Tensor& t) {
   RowsDesc d = rows_of(t);

@@ -33,12 +33,7 @@
 namespace portllm::gpu {
 
 namespace {
-constexpr auto kKind =
-#if defined(PORTLLM_GPU_MUSA)
-    DeviceKind::MUSA;
-#else
-    DeviceKind::CUDA;
-#endif
+constexpr auto kKind = kGpuKind;
 
 using u64 = unsigned long long;  // the type atomics and shuffles take
 constexpr int kThreads = 1024;
