@@ -121,7 +121,7 @@ std::unique_ptr<Graph> GpuDevice::capture(Stream& s, const std::function<void()>
   alloc_->set_graph_capture(false);
   PL_GPU_CHECK(gpuStreamEndCapture(st, &graph));
   auto g = std::make_unique<GpuGraph>();
-  const gpuError_t e = gpuGraphInstantiate(&g->exec, graph, 0);
+  const gpuError_t e = gpuGraphInstantiate(&g->exec, graph);
   (void)gpuGraphDestroy(graph);
   PL_GPU_CHECK(e);
   return g;

@@ -51,7 +51,14 @@ using musaDataType_t = cudaDataType_t;
 #define musaStreamEndCapture cudaStreamEndCapture
 #define musaStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define musaStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
-#define musaGraphInstantiate cudaGraphInstantiate
+// The MUSA SDK keeps CUDA 11's five-argument form; CUDA 12+ takes (exec, graph, flags).
+inline cudaError_t musaGraphInstantiate(musaGraphExec_t* exec, musaGraph_t graph, cudaGraphNode_t* error_node,
+                                        char* log, size_t log_size) {
+  (void)error_node;
+  (void)log;
+  (void)log_size;
+  return cudaGraphInstantiate(exec, graph, 0ULL);
+}
 #define musaGraphLaunch cudaGraphLaunch
 #define musaGraphDestroy cudaGraphDestroy
 #define musaGraphExecDestroy cudaGraphExecDestroy

@@ -65,7 +65,8 @@ using gpublasComputeType_t = cublasComputeType_t;
 #define gpuStreamEndCapture cudaStreamEndCapture
 #define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
-#define gpuGraphInstantiate cudaGraphInstantiate
+// CUDA 12+ form (graph exec, graph, flags).
+#define gpuGraphInstantiate(exec, graph) cudaGraphInstantiate((exec), (graph), 0ULL)
 #define gpuGraphLaunch cudaGraphLaunch
 #define gpuGraphDestroy cudaGraphDestroy
 #define gpuGraphExecDestroy cudaGraphExecDestroy
