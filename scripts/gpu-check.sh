@@ -4,7 +4,7 @@
 # BIN_DIR holds a prebuilt `portllm` (and optionally `gpu_probe` and `libs.tar.xz`, the non-CUDA
 # shared libraries the binary needs, for machines without the Debian -dev packages). Without it the
 # script builds with CMake (needs the project's dependencies installed). STAGEs: smi probe ops
-# logits engine bench graphs throughput moe profile musa (default: smi probe ops logits engine bench). `profile` runs Qwen3-8B with
+# logits engine bench graphs throughput moe profile musa (default: smi probe ops logits engine graphs bench). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
@@ -19,7 +19,7 @@ if [ -n "$BIN" ] && [ -f "$BIN/portllm.xz" ] && [ ! -x "$BIN/portllm" ]; then
   cp "$BIN"/gpu_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
   BIN=/tmp/pl-bin
 fi
-STAGES=${*:-smi probe ops logits engine bench}
+STAGES=${*:-smi probe ops logits engine graphs bench}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 if [ -z "$BIN" ] || [ ! -x "$BIN/portllm" ]; then
