@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # GPU check for the CUDA backend, run on a machine with a GPU:
 #   scripts/gpu-check.sh [BIN_DIR] [STAGE...]
-# BIN_DIR holds a prebuilt `portllm` (and optionally `gpu_probe` and `libs.tar.xz`, the non-CUDA
-# shared libraries the binary needs, for machines without the Debian -dev packages). Without it the
-# script builds with CMake (needs the project's dependencies installed). STAGEs: smi probe ops
-# logits engine bench graphs throughput moe profile musa (default: smi probe ops logits engine graphs bench). `profile` runs Qwen3-8B with
+# BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe` and `libs.tar.xz`,
+# the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
+# Without it the script builds with CMake (needs the project's dependencies installed).
+# STAGEs: smi probe ops logits engine graphs bench throughput moe profile musa
+# (default: smi probe ops logits engine graphs bench). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
