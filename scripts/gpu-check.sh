@@ -112,23 +112,31 @@ if has engine; then
 fi
 
 if has graphs; then
-  # Decode graphs must not change results: 40 prompts (batch sizes 1..40 as requests finish at
-  # different lengths, padded to captured sizes), greedy and seeded sampling, graphs vs eager.
+  # Decode graphs must not change results: 40 requests (batch sizes 1..40 as requests finish at
+  # different lengths, padded to captured sizes), graphs vs eager. stories260K: prompts, greedy
+  # and seeded sampling. qwen3moe-tiny (MoE kernels inside the graph): prompt ids, greedy, f32.
   G="$OUT/graphs"; mkdir -p "$G"
   for i in $(seq 1 40); do
     if [ $((i % 2)) -eq 0 ]; then echo "{\"prompt\": \"Once upon a time $i\", \"max_tokens\": $((8 + i * 3))}"
     else echo "{\"prompt\": \"The little dog $i\", \"max_tokens\": $((10 + i * 2)), \"temperature\": 0.8, \"seed\": $i}"; fi
-  done >"$G/prompts.jsonl"
-  for mode in graph eager; do
-    flag=(); [ $mode = eager ] && flag=(--disable-cuda-graph)
-    timeout 120 "$PL" generate --device cuda --input "$G/prompts.jsonl" --output "$G/$mode.jsonl" "${flag[@]}" >"$G/$mode.log" 2>&1
-    echo "rc=$?" >>"$G/$mode.log"
+  done >"$G/prompts-stories260K.jsonl"
+  for i in $(seq 1 40); do
+    echo "{\"prompt_ids\": [$((i + 1)), $((i * 7 % 90 + 3)), $((i * 13 % 97 + 2))], \"max_tokens\": $((6 + i))}"
+  done >"$G/prompts-qwen3moe-tiny.jsonl"
+  for m in stories260K qwen3moe-tiny; do
+    margs=(); [ $m = qwen3moe-tiny ] && margs=(--model tests/data/models/qwen3moe-tiny --dtype f32)
+    for mode in graph eager; do
+      flag=(); [ $mode = eager ] && flag=(--disable-cuda-graph)
+      timeout 120 "$PL" generate --device cuda "${margs[@]}" --input "$G/prompts-$m.jsonl" --output "$G/$m-$mode.jsonl" \
+        "${flag[@]}" >"$G/$m-$mode.log" 2>&1
+      echo "rc=$?" >>"$G/$m-$mode.log"
+    done
+    if cmp -s "$G/$m-graph.jsonl" "$G/$m-eager.jsonl" && [ -s "$G/$m-graph.jsonl" ]; then
+      row "decode graphs vs eager, $m (40 requests)" "identical ($(grep -h 'captured' "$G/$m-graph.log" | head -1))"
+    else
+      row "decode graphs vs eager, $m (40 requests)" "DIFFERENT: $(tail -2 "$G/$m-graph.log" | tr '\n' ' ')"
+    fi
   done
-  if cmp -s "$G/graph.jsonl" "$G/eager.jsonl" && [ -s "$G/graph.jsonl" ]; then
-    row "decode graphs vs eager (40 requests)" "identical ($(grep -h 'captured' "$G/graph.log" | head -1))"
-  else
-    row "decode graphs vs eager (40 requests)" "DIFFERENT: $(tail -2 "$G/graph.log" | tr '\n' ' ')"
-  fi
 fi
 
 if has throughput; then
