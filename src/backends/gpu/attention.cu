@@ -161,8 +161,6 @@ size_t prefill_smem(int Dk, int Dv) { return sizeof(float) * (size_t(kBQ) * Dk +
 
 }  // namespace
 
-size_t attn_prefill_portable_smem(int Dk, int Dv) { return prefill_smem(Dk, Dv); }
-
 void attn_prefill_portable(const AttentionArgs& a, Stream& s) {
   AttnParams p = params_of(a);
   const int B = int(a.seq_lens.size(0)), Hq = int(a.q.size(1));

@@ -75,6 +75,5 @@ void dispatch_attn(const AttentionArgs& a, Fn&& fn) {
 
 // The portable prefill launcher (attention.cu); the tensor-core kernel falls back to it.
 void attn_prefill_portable(const AttentionArgs& a, Stream& s);
-size_t attn_prefill_portable_smem(int Dk, int Dv);
 
 }  // namespace portllm::gpu
