@@ -11,6 +11,7 @@
 
 #include "backend/registry.h"
 #include "ops/op_profiler.h"
+#include "ops/sample_math.h"
 #include "backends/builtin.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
@@ -196,7 +197,7 @@ uint64_t EngineImpl::add_request(RequestInput input, OutputCallback cb) {
   std::lock_guard<std::mutex> lk(mu_);
   if (stopping_) PL_THROW("the engine is shut down");
   for (auto& s : r->seqs)
-    s->sampler.seed = p.seed ? mix64(*p.seed + uint64_t(s->index)) : seed_rng_();
+    s->sampler.seed = p.seed ? sampling::mix64(*p.seed + uint64_t(s->index)) : seed_rng_();
   r->id = next_id_++;
   const uint64_t id = r->id;
   inbox_.push_back(std::move(r));

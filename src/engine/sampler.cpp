@@ -10,10 +10,6 @@
 
 namespace portllm {
 
-uint64_t mix64(uint64_t x) { return sampling::mix64(x); }
-
-double uniform_at(uint64_t seed, uint64_t counter) { return sampling::uniform_at(seed, counter); }
-
 TokenLogprob compute_logprobs(std::span<const float> raw, int32_t token, int k) {
   float mx = -std::numeric_limits<float>::infinity();
   for (float x : raw) mx = std::max(mx, x);
@@ -45,7 +41,7 @@ SampleResult sample_token(std::span<float> logits, const SamplingParams& p, Samp
   std::vector<float> raw;
   if (p.logprobs >= 0) raw.assign(logits.begin(), logits.end());
   process_logits(logits, p, st.penalties, st.num_output, stop_ids);
-  const double u = uniform_at(st.seed, st.counter++);
+  const double u = sampling::uniform_at(st.seed, st.counter++);
   // The SAMPLE op's row function (ops/sample_row.h): greedy, or the filters then a draw over the
   // survivors in id order, so host rows and device rows follow one definition.
   res.token = sampling::sample_adjusted_row(logits, p.temperature, p.min_p, p.top_k, p.top_p, u);

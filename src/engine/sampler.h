@@ -27,10 +27,7 @@ struct SampleResult {
 SampleResult sample_token(std::span<float> logits, const SamplingParams& p, SamplerState& st,
                           std::span<const int32_t> stop_ids);
 
-// The uniform number in [0, 1) for (seed, counter): splitmix64 of the pair.
-double uniform_at(uint64_t seed, uint64_t counter);
-// A well-mixed 64-bit value (derives per-sample seeds from a request seed).
-uint64_t mix64(uint64_t x);
+// The RNG itself (uniform_at, mix64) is ops/sample_math.h: one copy for every backend.
 
 // log-softmax of the raw logits: the sampled token's logprob and the top k (best first).
 TokenLogprob compute_logprobs(std::span<const float> raw, int32_t token, int k);

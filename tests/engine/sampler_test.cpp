@@ -1,6 +1,7 @@
 // The sampler on hand-made logits: greedy, filters, penalties, bias, min_tokens, logprobs, and
 // the counter-based RNG.
 #include "engine/sampler.h"
+#include "ops/sample_math.h"
 
 #include <gtest/gtest.h>
 
@@ -110,6 +111,7 @@ TEST(Sampler, LogprobsAreRawLogSoftmax) {
 }
 
 TEST(Sampler, RngDependsOnSeedAndCounterOnly) {
+  using sampling::uniform_at;
   EXPECT_EQ(uniform_at(7, 3), uniform_at(7, 3));
   EXPECT_NE(uniform_at(7, 3), uniform_at(7, 4));
   EXPECT_NE(uniform_at(7, 3), uniform_at(8, 3));

@@ -227,17 +227,13 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
 
 template <class T, int D>
 void launch(const AttnParams& p, int B, int max_q_len, gpuStream_t st) {
-  static bool configured = false;  // one attribute call per instantiation (host side, cheap)
-  if (!configured) {
-    (void)gpuFuncSetAttribute(attn_prefill_mma_kernel<T, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                              int(kSmemBytes<D>));
-    configured = true;
-  }
+  // Per launch, like the portable kernel: the attribute belongs to the current device, and a
+  // prefill launch per layer is not a hot path.
+  (void)gpuFuncSetAttribute(attn_prefill_mma_kernel<T, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                            int(kSmemBytes<D>));
   const dim3 grid(unsigned((max_q_len + kBQ - 1) / kBQ), unsigned(p.Hq), unsigned(B));
   attn_prefill_mma_kernel<T, D><<<grid, kThreads, kSmemBytes<D>, st>>>(p);
 }
-
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 void attn_prefill_mma(const AttentionArgs& a, Stream& s) {
   const AttnParams p = params_of(a);

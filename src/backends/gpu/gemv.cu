@@ -104,8 +104,6 @@ void launch(const MatmulArgs& a, gpuStream_t st) {
   });
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // The BLAS kernel this one defers to when a view's alignment rules out 16-byte loads.
 const KernelInfo* blas_fallback() {
   static const KernelInfo* k = KernelRegistry::instance().find("gpu.matmul_blas");
