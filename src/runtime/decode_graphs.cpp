@@ -14,8 +14,17 @@ std::vector<int> DecodeGraphs::default_sizes(int max_num_seqs) {
 }
 
 bool DecodeGraphs::supported(const std::vector<LayerCacheSpec>& spec) {
-  for (const auto& s : spec)
-    if (s.kind != LayerCacheSpec::Kind::PagedKV && s.kind != LayerCacheSpec::Kind::None) return false;
+  using K = LayerCacheSpec::Kind;
+  for (const auto& s : spec) {
+    switch (s.kind) {
+      case K::None:
+      case K::PagedKV:      // ATTN_DECODE splits each context on the device
+      case K::PagedLatent:  // MLA_ATTENTION likewise (backends/gpu/mla_attention.cu)
+      case K::Recurrent:    // GDN kernels read slots / init flags on the device; padding has slot -1
+        continue;
+    }
+    return false;  // a cache kind added later stays eager until its kernels are checked for replay
+  }
   return true;
 }
 
@@ -68,13 +77,9 @@ ForwardBatch DecodeGraphs::batch_for(int size) const {
   b.state_slots = view(lay_.states, {n});
   b.has_initial_state = view(lay_.init, {n});
   b.block_tables = view(lay_.tables, {n, max_blocks_});
-  // Host mirrors describe the capture-time batch only; graph-safe kernels do not read them.
-  b.host_seq_lens.assign(size_t(size), 1);
-  b.host_query_start_loc.resize(size_t(size) + 1);
-  for (int i = 0; i <= size; ++i) b.host_query_start_loc[size_t(i)] = i;
-  b.host_positions.assign(size_t(size), 0);
-  b.host_state_slots.assign(size_t(size), -1);
-  b.host_has_initial_state.assign(size_t(size), 0);
+  // No host mirrors: a replay changes the device inputs only, so anything planned from a mirror
+  // would keep the capture-time batch. Left empty, a kernel that consults them sees none and
+  // must plan from max_q_len / max_seq_len (the GPU kernels never read them).
   return b;
 }
 
@@ -89,9 +94,9 @@ void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
     std::fill(table, table + max_blocks_, 0);
     h[lay_.qsl + size_t(i)] = i;
     h[lay_.rows + size_t(i)] = i;
-    h[lay_.states + size_t(i)] = -1;
-    h[lay_.init + size_t(i)] = 0;
-    if (!real) {  // padding: reads position 0 of block 0, writes nothing
+    if (!real) {  // padding: reads position 0 of block 0, writes no KV (slot -1) and no state (state slot -1)
+      h[lay_.states + size_t(i)] = -1;
+      h[lay_.init + size_t(i)] = 0;
       h[lay_.ids + size_t(i)] = 0;
       h[lay_.pos + size_t(i)] = 0;
       h[lay_.slots + size_t(i)] = -1;
@@ -102,11 +107,17 @@ void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
     const int64_t p = w.start_pos;
     PL_CHECK(int64_t(w.block_table.size()) <= max_blocks_ && int64_t(w.block_table.size()) * page > p,
              "decode graph: block table of sequence {} does not cover position {}", i, p);
+    PL_CHECK(!cache_.has_state_layers() || (w.state_slot >= 0 && w.state_slot < cache_.config().num_state_slots),
+             "decode graph: sequence {} has state slot {} ({} slots)", i, w.state_slot, cache_.config().num_state_slots);
     std::copy(w.block_table.begin(), w.block_table.end(), table);
     h[lay_.ids + size_t(i)] = w.tokens[0];
     h[lay_.pos + size_t(i)] = int32_t(p);
     h[lay_.slots + size_t(i)] = int32_t(w.block_table[size_t(p / page)] * page + p % page);
     h[lay_.lens + size_t(i)] = int32_t(p + 1);
+    // Recurrent state as build_forward_batch passes it: the sequence's slot (-1 for models
+    // without state), carried over from earlier steps unless this is its first token.
+    h[lay_.states + size_t(i)] = w.state_slot;
+    h[lay_.init + size_t(i)] = p > 0 ? 1 : 0;
   }
   h[lay_.qsl + size_t(size)] = size;
   const size_t used = lay_.tables + size_t(size) * size_t(max_blocks_);
@@ -132,15 +143,26 @@ void DecodeGraphs::capture() {
 bool DecodeGraphs::covers(const std::vector<SeqWork>& work) const {
   if (graphs_.empty() || work.empty() || int(work.size()) > sizes_.back()) return false;
   for (const SeqWork& w : work)
-    if (w.tokens.size() != 1 || w.logits != SeqWork::Logits::Last || w.state_slot >= 0 ||
-        w.start_pos + 1 > max_model_len_)
+    if (w.tokens.size() != 1 || w.logits != SeqWork::Logits::Last || w.start_pos + 1 > max_model_len_)
       return false;
   return true;
 }
 
+size_t DecodeGraphs::size_index(int n) const {
+  const size_t k = size_t(std::lower_bound(sizes_.begin(), sizes_.end(), n) - sizes_.begin());
+  PL_CHECK(n >= 1 && k < sizes_.size(), "decode graph: no captured size holds {} sequences", n);
+  return k;
+}
+
+ForwardBatch DecodeGraphs::stage(const std::vector<SeqWork>& work) {
+  const int size = sizes_[size_index(int(work.size()))];
+  fill(work, size);
+  return batch_for(size);
+}
+
 Tensor DecodeGraphs::run(const std::vector<SeqWork>& work) {
   const int n = int(work.size());
-  const size_t k = size_t(std::lower_bound(sizes_.begin(), sizes_.end(), n) - sizes_.begin());
+  const size_t k = size_index(n);
   fill(work, sizes_[k]);
   graphs_[k]->replay(*ctx_.stream);
   return logits_.slice(0, 0, n);

@@ -3,14 +3,20 @@
 // cost exceeds their run time; a graph launches them all at once.
 //
 // One graph per captured batch size, each over the same static inputs: a packed i32 buffer
-// (token ids, positions, slots, sequence lengths, query offsets, logit rows, block tables) that a
-// step fills with one upload, and a shared [max size, V] f32 logits buffer. A step of n sequences
-// runs the smallest captured size >= n; the padding sequences write no KV (slot -1) and read one
-// cached position of block 0, and their logits rows are ignored. Attention is captured for the
-// longest context (max_seq_len = max_model_len), so one graph serves every context length.
+// (token ids, positions, slots, sequence lengths, query offsets, logit rows, recurrent-state
+// slots and initial-state flags, block tables) that a step fills with one upload, and a shared
+// [max size, V] f32 logits buffer. A step of n sequences runs the smallest captured size >= n;
+// the padding sequences write no KV (slot -1) and read one cached position of block 0, keep no
+// recurrent state (state slot -1), and their logits rows are ignored. Attention is captured for
+// the longest context (max_seq_len = max_model_len), so one graph serves every context length.
 //
-// Only models whose cache is plain paged K/V take graphs: the MLA and recurrent-state kernels
-// plan their grids from host mirrors of the batch, which a replay does not refresh.
+// A captured batch has no host mirrors (ForwardBatch::host_*): a replay refreshes only the device
+// inputs. So every kernel a decode step runs must plan its grid from the batch size, max_q_len and
+// max_seq_len alone and read per-sequence data (context lengths, query offsets, state slots and
+// initial-state flags) on the device: ATTN_DECODE, MLA_ATTENTION and the Gated DeltaNet kernels
+// do, which is why paged K/V, MLA latent and recurrent-state models all take graphs.
+// Recurrent-state rows carry the sequence's slot and has_initial_state = (start_pos > 0), exactly
+// as build_forward_batch passes them.
 #pragma once
 #include <memory>
 #include <vector>
@@ -31,6 +37,10 @@ class DecodeGraphs {
   // Runs the step; returns its logits [n, V] on the device (a view of the static buffer, valid
   // until the next run).
   Tensor run(const std::vector<SeqWork>& work);
+  // What run() does before the replay: fills the static inputs for `work` padded to the smallest
+  // captured size that holds it, and returns the batch that size's graph was captured with.
+  // Exposed so that the inputs can be checked (and the step run eagerly) where nothing is captured.
+  ForwardBatch stage(const std::vector<SeqWork>& work);
   const std::vector<int>& sizes() const { return sizes_; }
 
   // The batch sizes captured by default (vLLM-like: dense at small sizes, sparser above), up to max.
@@ -43,6 +53,7 @@ class DecodeGraphs {
     size_t ids, pos, slots, lens, qsl, rows, states, init, tables, total;
   };
   ForwardBatch batch_for(int size) const;
+  size_t size_index(int n) const;  // index of the smallest size >= n
   void fill(const std::vector<SeqWork>& work, int size);
 
   Model& model_;

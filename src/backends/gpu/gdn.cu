@@ -19,6 +19,11 @@
 // time. The chunked (WY / UT-transform) form that turns the prefill into matmuls is the
 // optimization still to do; decode (q_len 1) is exactly this kernel.
 //
+// Graph-safe: the host plans every grid from the batch size and the caller's max_q_len (an upper
+// bound: a decode graph captures with 1) and reads no host mirror of per-step data; each block
+// reads its sequence's query range, state slot and initial-state flag on the device. A sequence
+// whose slot is negative (a decode graph's padding row) starts from zeros and writes no state.
+//
 // Math in f32 whatever the storage dtypes; q/k/v/out are one activation dtype (template), the
 // conv weight, conv state, gating inputs (a, b, A_log, dt_bias) and the delta-rule state are
 // read and written through a runtime dtype switch (f32/bf16/f16), which keeps the number of
@@ -86,8 +91,8 @@ __global__ void __launch_bounds__(kConvThreads) conv_kernel(ConvParams p) {
   if (c >= p.C || t0 >= n) return;
   const int K = p.K;
   const TA* x = static_cast<const TA*>(p.x);
-  const bool has_init = p.init[b] != 0;
   const int64_t slot = p.slots[b];
+  const bool has_init = p.init[b] != 0 && slot >= 0;  // padding rows (slot < 0) have no state
   float w[kConvMaxK], win[kConvMaxK];  // win[j], j < K-1: the K-1 inputs before the current token
 #pragma unroll
   for (int j = 0; j < kConvMaxK; ++j) {
@@ -134,10 +139,11 @@ template <class TA>
 __global__ void conv_state_kernel(ConvParams p) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   const int b = blockIdx.y;
-  if (c >= p.C) return;
+  const int slot = p.slots[b];
+  if (c >= p.C || slot < 0) return;  // padding rows (slot < 0) keep no state
   const int q0 = p.qsl[b], n = p.qsl[b + 1] - q0, K = p.K;
   const bool has_init = p.init[b] != 0;
-  const int64_t base = int64_t(p.slots[b]) * p.st_s0 + int64_t(c) * p.st_s2;
+  const int64_t base = int64_t(slot) * p.st_s0 + int64_t(c) * p.st_s2;
   const TA* x = static_cast<const TA*>(p.x);
   for (int j = 0; j < K - 1; ++j) {
     const int e = n + j;  // index into ext
@@ -148,12 +154,6 @@ __global__ void conv_state_kernel(ConvParams p) {
       v = has_init ? ld_rt(p.state, p.st_code, base + int64_t(e) * p.st_s1) : 0.f;
     st_rt(p.state, p.st_code, base + int64_t(j) * p.st_s1, v);
   }
-}
-
-int max_of(const std::vector<int32_t>& qsl) {
-  int m = 0;
-  for (size_t i = 1; i < qsl.size(); ++i) m = std::max(m, qsl[i] - qsl[i - 1]);
-  return m;
 }
 
 void causal_conv1d(const CausalConv1dArgs& a, Stream& s) {
@@ -181,9 +181,12 @@ void causal_conv1d(const CausalConv1dArgs& a, Stream& s) {
   p.silu = a.silu;
   if (p.K < 1 || p.K > kConvMaxK) fail("causal_conv1d: kernel width outside 1..16");
   if (a.x.dtype != a.out.dtype) fail("causal_conv1d: x and out dtypes differ");
-  // Longest sequence: the host mirror when given, else the caller's max_q_len.
-  const int max_q = std::max(a.max_q_len, a.host_query_start_loc.empty() ? 0 : max_of(a.host_query_start_loc));
-  if (max_q <= 0) return;
+  // Token chunks per sequence from the caller's bound on the longest query (never a host mirror:
+  // under graph capture the grid must hold for every replay); chunks past a sequence's own
+  // length exit on the device.
+  if (a.x.size(0) == 0) return;
+  const int max_q = a.max_q_len;
+  if (max_q <= 0) fail("causal_conv1d: max_q_len must bound the longest query (got <= 0)");
   const unsigned cblocks = unsigned((p.C + kConvThreads - 1) / kConvThreads);
   const unsigned chunks = unsigned((max_q + kConvChunk - 1) / kConvChunk);
   dispatch_float(a.x.dtype, [&](auto ta) {
@@ -243,8 +246,11 @@ __global__ void __launch_bounds__(kRuleThreads) rule_kernel(RuleParams p) {
   const int Dk = p.Dk, kh = h / p.r;
   const int lane = threadIdx.x % kWarpSize;
   const int q0 = p.qsl[b], n = p.qsl[b + 1] - q0;
-  const int64_t sbase = int64_t(p.slots[b]) * p.st_s0 + int64_t(h) * p.st_s1;
-  const bool has_init = p.init[b] != 0;
+  // A padding row (slot < 0) starts from zeros and writes no state; both are block-uniform, so
+  // the barriers in the state load / store loops below are reached by every thread or none.
+  const bool has_slot = p.slots[b] >= 0;
+  const int64_t sbase = has_slot ? int64_t(p.slots[b]) * p.st_s0 + int64_t(h) * p.st_s1 : 0;
+  const bool has_init = has_slot && p.init[b] != 0;
 
   __shared__ float s_tile[kRuleMaxDk > 128 ? 128 : kRuleMaxDk][kRuleCols + 1];  // state staging (coalesced I/O)
   __shared__ float sq[kRuleMaxDk], sk[kRuleMaxDk];
@@ -350,6 +356,7 @@ __global__ void __launch_bounds__(kRuleThreads) rule_kernel(RuleParams p) {
   }
 
   // Write the final state back (always, as the op requires), staged the same way.
+  if (!has_slot) return;
   for (int r0 = 0; r0 < Dk; r0 += kStage) {
     const int rows = min(kStage, Dk - r0);
     __syncthreads();

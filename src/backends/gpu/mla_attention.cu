@@ -18,6 +18,12 @@
 // key range is cut into splits that write unnormalized partials (max, sum, output) to scratch,
 // merged by a second kernel, as ATTN_DECODE does.
 //
+// Graph-safe planning (decode graphs, runtime/decode_graphs.h): the host plans the grid from the
+// batch size and the caller's upper bounds only (max_q_len, max_seq_len; a graph captures with
+// max_q_len 1 and max_seq_len = max_model_len), never from host mirrors of per-step data. Each
+// sequence's context is divided among the splits on the device (split_chunk), so one captured
+// grid is right for every context length; splits that get no keys write an empty partial.
+//
 // Shared memory: ((R + BK) * ld + R * BK + 4 R) floats, ld = (Dc + Dr) | 1: 75 KB at DeepSeek's
 // 512 + 64 with R = BK = 16. The launcher halves R and BK until the device's limit holds them
 // (opting into dynamic shared memory above 48 KB where the caps allow it; MUSA's 48 KB gets
@@ -43,6 +49,8 @@ constexpr int kMaxRows = 64;                          // rows per block
 constexpr int kMaxBK = kWarpSize < 16 ? kWarpSize : 16;  // keys per tile (<= kWarpSize)
 constexpr int kMinBK = kMaxBK < 4 ? kMaxBK : 4;
 constexpr int kMaxDc = kMaxAcc * kThreads;            // R = 1
+constexpr int kMinSplitKeys = 64;                     // no split is given fewer keys
+constexpr int kMaxSplits = 64;
 
 struct MlaParams {
   const void* q_lat;
@@ -56,7 +64,7 @@ struct MlaParams {
   int H, Dc, Dr, page;
   int R, BK, ld, nacc;  // rows per block, keys per tile, smem row stride, outputs per thread
   float scale;
-  int splits, chunk;
+  int splits;  // key splits per row block (grid.z); each sequence's chunk is computed on the device
   float* part_o;   // [T * H, splits, Dc]
   float* part_ml;  // [T * H, splits, 2]
 };
@@ -65,6 +73,13 @@ size_t smem_bytes(int R, int BK, int ld) {
   return sizeof(float) * (size_t(R + BK) * size_t(ld) + size_t(R) * BK + 3 * size_t(R)) + sizeof(int) * size_t(R);
 }
 int padded_ld(int Dkv) { return Dkv | 1; }
+
+// Keys per split for a context of ctx keys: an equal share, at least kMinSplitKeys, rounded up to
+// whole tiles. splits * chunk >= ctx, so the splits cover the context whatever the host planned.
+__device__ __forceinline__ int split_chunk(int ctx, int splits, int BK) {
+  const int c = max((ctx + splits - 1) / splits, kMinSplitKeys);
+  return (c + BK - 1) / BK * BK;
+}
 
 template <class TQ, class TC>
 __global__ void __launch_bounds__(kThreads) mla_kernel(MlaParams p) {
@@ -77,6 +92,7 @@ __global__ void __launch_bounds__(kThreads) mla_kernel(MlaParams p) {
   const int nr = int(min(int64_t(R), nrows - r0));
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   constexpr int kWarps = kThreads / kWarpSize;
+  const int first_pos = ctx - q_len;  // position of the sequence's first query token
 
   extern __shared__ float smem[];
   float* sq = smem;             // [R][ld] scaled query rows (latent | rope)
@@ -87,7 +103,6 @@ __global__ void __launch_bounds__(kThreads) mla_kernel(MlaParams p) {
   float* s_a = s_l + R;         // [R] this tile's rescale factor
   int* s_lim = reinterpret_cast<int*>(s_a + R);  // [R] last key position the row may see
 
-  const int first_pos = ctx - q_len;  // position of the sequence's first query token
   const TQ* ql = static_cast<const TQ*>(p.q_lat);
   const TQ* qp = static_cast<const TQ*>(p.q_pe);
   for (int e = tid; e < R * Dkv; e += kThreads) {
@@ -106,10 +121,26 @@ __global__ void __launch_bounds__(kThreads) mla_kernel(MlaParams p) {
     s_a[rr] = 1.f;
     s_lim[rr] = rr < nr ? first_pos + int((r0 + rr) / H) : -1;
   }
-  // Keys this block looks at: its split's range, up to its last row's causal limit.
+
+  // Keys this block looks at: its split's share of this sequence's context, up to its last
+  // row's causal limit. (Worked out after the q load on purpose: computed before it, ptxas
+  // allocated 64 registers and spilled; here the kernel keeps 80 and no spills.)
   const int max_pos = first_pos + int((r0 + nr - 1) / H);
-  const int kstart = split * p.chunk;
-  const int kend = min(min(ctx, kstart + p.chunk), max_pos + 1);
+  const int chunk = split_chunk(ctx, p.splits, BK);
+  const int kstart = split * chunk;
+  const int kend = min(min(ctx, kstart + chunk), max_pos + 1);
+  if (p.splits > 1 && kstart >= kend) {
+    // No keys for this split (short context, or past the block's causal limit): an empty
+    // partial, which the combine skips. Written every time: in a graph the scratch holds the
+    // previous replay's values. The whole block leaves here, before its first barrier.
+    for (int rr = tid; rr < nr; rr += kThreads) {
+      const int64_t row = r0 + rr;
+      const int64_t idx = ((q0 + row / H) * H + row % H) * p.splits + split;
+      p.part_ml[idx * 2] = -INFINITY;
+      p.part_ml[idx * 2 + 1] = 0.f;
+    }
+    return;
+  }
 
   float acc[kMaxAcc];
 #pragma unroll
@@ -277,13 +308,12 @@ void mla_attention(const MlaAttentionArgs& a, Stream& s) {
     fail("mla_attention: q_latent, q_pe and out dtypes differ");
   if (a.latent_cache.size(3) < p.Dc + p.Dr) fail("mla_attention: latent cache narrower than Dc + Dr");
 
-  // Host sizes: the longest query and context (mirrors when given, else the caller's maxima).
-  int max_q = a.max_q_len, max_ctx = a.max_seq_len;
-  for (size_t i = 1; i < a.host_query_start_loc.size(); ++i)
-    max_q = std::max(max_q, a.host_query_start_loc[i] - a.host_query_start_loc[i - 1]);
-  for (int32_t l : a.host_seq_lens) max_ctx = std::max(max_ctx, int(l));
-  if (max_q <= 0) return;
-  max_ctx = std::max(max_ctx, 1);
+  // Host planning from upper bounds only (graph-safe; see the top of the file): max_q_len must be
+  // >= every sequence's query length (rows past a sequence's own are skipped on the device);
+  // max_seq_len only steers the split count, the device divides each real context.
+  const int max_q = a.max_q_len;
+  if (max_q <= 0) fail("mla_attention: max_q_len must bound the longest query (got <= 0)");
+  const int max_ctx = std::max(a.max_seq_len, 1);
 
   const DeviceCaps& caps = caps_of(s);
   const size_t limit = smem_limit(caps);
@@ -294,19 +324,11 @@ void mla_attention(const MlaAttentionArgs& a, Stream& s) {
   const size_t smem = smem_bytes(p.R, p.BK, p.ld);
   const int row_blocks = int((int64_t(max_q) * p.H + p.R - 1) / p.R);
 
-  // Split the keys when the grid would not fill the device twice over (no split under 64 keys,
-  // at most 64 splits). Blocks per split: the row blocks sequences really have.
-  int64_t blocks = 0;
-  if (a.host_query_start_loc.size() == size_t(B) + 1)
-    for (int i = 0; i < B; ++i)
-      blocks += (int64_t(a.host_query_start_loc[size_t(i) + 1] - a.host_query_start_loc[size_t(i)]) * p.H + p.R - 1) / p.R;
-  else
-    blocks = int64_t(B) * row_blocks;
-  blocks = std::max<int64_t>(blocks, 1);
+  // Split the keys when the grid would not fill the device twice over: from the batch's row
+  // blocks (exact for decode) and no more splits than kMinSplitKeys-key chunks of max_seq_len.
+  const int64_t blocks = std::max<int64_t>(int64_t(B) * row_blocks, 1);
   const int want = int(std::max<int64_t>(1, (2 * int64_t(caps.num_compute_units) + blocks - 1) / blocks));
-  p.splits = std::clamp((max_ctx + 63) / 64, 1, std::min(want, 64));
-  p.chunk = (max_ctx + p.splits - 1) / p.splits;
-  p.splits = (max_ctx + p.chunk - 1) / p.chunk;
+  p.splits = std::clamp((max_ctx + kMinSplitKeys - 1) / kMinSplitKeys, 1, std::min(want, kMaxSplits));
   std::shared_ptr<void> ws;
   if (p.splits > 1) {
     const size_t rows = size_t(T) * size_t(p.H) * size_t(p.splits);
