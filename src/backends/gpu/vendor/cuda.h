@@ -1,6 +1,7 @@
 // CUDA mapping of the neutral GPU names (see vendor.h). Only names the tree uses are mapped; add
 // one line here (and in musa.h) before using a new runtime/BLAS call.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -85,6 +86,43 @@ using gpublasComputeType_t = cublasComputeType_t;
 #define GPU_R_32F CUDA_R_32F
 #define GPU_R_16F CUDA_R_16F
 #define GPU_R_16BF CUDA_R_16BF
+#define GPU_R_8F_E4M3 CUDA_R_8F_E4M3
+
+// BLASLt (cuBLASLt): the block-scaled FP8 GEMM of matmul_fp8_w8a8.cpp and scripts/gpu_probe.cu.
+// Descriptor attributes are set as int32_t / pointers / uint64_t, as cublasLt.h documents each.
+using gpublasLtHandle_t = cublasLtHandle_t;
+using gpublasLtMatmulDesc_t = cublasLtMatmulDesc_t;
+using gpublasLtMatrixLayout_t = cublasLtMatrixLayout_t;
+using gpublasLtMatmulPreference_t = cublasLtMatmulPreference_t;
+using gpublasLtMatmulHeuristicResult_t = cublasLtMatmulHeuristicResult_t;
+using gpublasLtMatmulAlgo_t = cublasLtMatmulAlgo_t;
+using gpublasLtMatmulDescAttributes_t = cublasLtMatmulDescAttributes_t;
+#define gpublasLtCreate cublasLtCreate
+#define gpublasLtDestroy cublasLtDestroy
+#define gpublasLtMatmulDescCreate cublasLtMatmulDescCreate
+#define gpublasLtMatmulDescDestroy cublasLtMatmulDescDestroy
+#define gpublasLtMatmulDescSetAttribute cublasLtMatmulDescSetAttribute
+#define gpublasLtMatrixLayoutCreate cublasLtMatrixLayoutCreate
+#define gpublasLtMatrixLayoutDestroy cublasLtMatrixLayoutDestroy
+#define gpublasLtMatmulPreferenceCreate cublasLtMatmulPreferenceCreate
+#define gpublasLtMatmulPreferenceDestroy cublasLtMatmulPreferenceDestroy
+#define gpublasLtMatmulPreferenceSetAttribute cublasLtMatmulPreferenceSetAttribute
+#define gpublasLtMatmulAlgoGetHeuristic cublasLtMatmulAlgoGetHeuristic
+#define gpublasLtMatmul cublasLtMatmul
+#define GPUBLASLT_MATMUL_DESC_TRANSA CUBLASLT_MATMUL_DESC_TRANSA
+#define GPUBLASLT_MATMUL_DESC_TRANSB CUBLASLT_MATMUL_DESC_TRANSB
+#define GPUBLASLT_MATMUL_DESC_A_SCALE_MODE CUBLASLT_MATMUL_DESC_A_SCALE_MODE
+#define GPUBLASLT_MATMUL_DESC_B_SCALE_MODE CUBLASLT_MATMUL_DESC_B_SCALE_MODE
+#define GPUBLASLT_MATMUL_DESC_A_SCALE_POINTER CUBLASLT_MATMUL_DESC_A_SCALE_POINTER
+#define GPUBLASLT_MATMUL_DESC_B_SCALE_POINTER CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
+#define GPUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F
+#define GPUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+#define GPUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+#define GPUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES
+#define GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES
 
 // Device-side helpers with vendor-specific spellings.
 #define gpu_bf16_to_f32 __bfloat162float

@@ -107,6 +107,12 @@ using gpublasComputeType_t = musaDataType_t;
 #define GPU_R_16F MUSA_R_16F
 #define GPU_R_16BF MUSA_R_16BF
 
+// BLASLt (muBLASLt mirrors cuBLASLt name for name, as torchada maps it). Not mapped yet: the only
+// user, the block-scaled FP8 GEMM of matmul_fp8_w8a8.cpp, is NVIDIA-only (cuBLASLt's VEC128 /
+// BLK128x128 scale modes are a Hopper feature; muBLASLt's equivalent, if any, is unverified), and
+// the emulation headers in tests/musa_emulation/include have no <mublasLt.h>. A MUSA port of that
+// path adds the gpublasLt* lines of vendor/cuda.h here with the mublasLt* names.
+
 // Collectives (MCCL replaces NCCL, rule 7). The tree has no collective calls yet (cuda.h maps
 // none); these lines are the MCCL side of the gpuccl* names for when tensor parallelism lands.
 #if defined(PORTLLM_HAVE_GPUCCL)

@@ -1,0 +1,330 @@
+// MATMUL_FP8_BLOCK on fp8 tensor cores (W8A8, DeepSeek-V3 style), NVIDIA Hopper only:
+//   1. x is quantized per token and per 128-wide K group to e4m3 with one f32 scale each
+//      (fp8_quant.cu, portable);
+//   2. one cuBLASLt block-scaled FP8 GEMM multiplies the e4m3 codes and applies both scales:
+//      the weight's 128x128 block scales (BLK128x128_32F) and the activation's 1x128 group scales
+//      (VEC128_32F), f32 accumulation, out in bf16/f16/f32.
+// NVIDIA-only fast path (ARCHITECTURE.md rule 4): cuBLASLt's 128-element / 128x128 scale modes are
+// a Hopper feature (cuBLAS docs 3.1.4.5), and neither MUSA's muBLASLt equivalent nor the MUSA
+// emulation headers have them. Its portable sibling is gpu.matmul_fp8_dequant_blas (matmul_fp8.cpp),
+// which MUSA builds use and which this kernel falls back to, with a warning, when cuBLASLt offers
+// no algorithm or fails for a shape, or when a view does not meet the GEMM's layout rules.
+//
+// The row-major problem out[M,N] = x[M,K] W[N,K]^T maps to cuBLASLt's column-major GEMM as
+// D = op(A) B with A = W (a K x N column-major matrix, transa = T), B = x8 (K x M column-major,
+// transb = N), D = out (N x M column-major): m = N, n = M, k = K. The scale layouts, from the cuBLAS
+// docs ("Scaling factors layouts") and PyTorch's _scaled_block1x128_block128x128, which calls the
+// same cuBLASLt mode:
+//  * A (W), BLK128x128_32F: K-major, shape ceil(K/128) rounded up to 4 x ceil(N/128), so element
+//    (kb, nb) at nb * Kb4 + kb. The checkpoint's w_scale [ceil(N/128), ceil(K/128)] row-major is
+//    exactly that when K/128 is a multiple of 4 (every DeepSeek-V3 K: 7168, 18432, 2048, 1536,
+//    512); supports() takes only those K.
+//  * B (x8), VEC128_32F: N-major (cuBLAS n = our M), shape n x ceil(K/128), so element (m, kb) at
+//    kb * n + m, the layout fp8_quant.cu writes.
+//  * cuBLAS m and n must be multiples of 4: N is (N % 16 == 0); M is padded to a multiple of 4
+//    with zero rows, and then D goes to scratch and its first M rows are copied out.
+// Scale pointers must be 16-byte aligned.
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "backends/gpu/gpu_check.h"
+#include "backends/gpu/gpu_device.h"
+#include "backends/gpu/gpu_kernels.h"
+#include "backends/gpu/gpu_runtime.h"
+#include "ops/op_args.h"
+#include "ops/registry.h"
+#if !defined(PORTLLM_GPU_MUSA)
+#include "backends/gpu/fp8_quant.h"
+#endif
+
+namespace portllm::gpu {
+
+#if !defined(PORTLLM_GPU_MUSA)
+namespace {
+constexpr auto kKind = kGpuKind;
+constexpr const char* kName = "gpu.matmul_fp8_w8a8_lt";
+constexpr const char* kFallbackName = "gpu.matmul_fp8_dequant_blas";
+constexpr int64_t kBlock = 128;
+// Below this M the GEMM is weight-bandwidth bound and the fp8 GEMV/tiled paths serve it.
+constexpr int64_t kMinRows = 32;
+// The most workspace the heuristic may ask for (cuBLAS recommends 32 MiB on Hopper); the chosen
+// algorithm's own size is what gets allocated.
+constexpr size_t kMaxWorkspace = size_t(32) << 20;
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+gpuDataType_t lt_out_type(DType t) {
+  switch (t) {
+    case DType::F32: return GPU_R_32F;
+    case DType::BF16: return GPU_R_16BF;
+    case DType::F16: return GPU_R_16F;
+    default: PL_THROW("{}: unsupported output dtype {}", kName, dtype_name(t));
+  }
+}
+
+// Largest power of two (<= 256) dividing the address: the alignment cuBLASLt may assume.
+uint32_t alignment_of(const void* p) {
+  const auto v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a >>= 1;
+  return a;
+}
+
+// PORTLLM_W8A8: "0" turns this kernel off (the dequantizing paths then serve every shape, e.g. to
+// compare accuracy); "strict" makes every fallback an error (to prove the cuBLASLt path ran).
+enum class Mode { On, Off, Strict };
+Mode mode() {
+  static const Mode m = [] {
+    const char* v = std::getenv("PORTLLM_W8A8");
+    const std::string s = v ? v : "";
+    if (s.empty() || s == "1") return Mode::On;
+    if (s == "0") return Mode::Off;
+    if (s == "strict") return Mode::Strict;
+    PL_THROW("PORTLLM_W8A8={}: expected 0, 1 or strict", s);
+  }();
+  return m;
+}
+
+// The process' cuBLASLt handle. Unlike a cuBLAS handle it is not tied to a device or context
+// (cuBLAS docs, cublasLtHandle_t), so one serves every GpuDevice. Never destroyed: the driver may be
+// gone by the time static destructors run.
+gpublasLtHandle_t lt_handle() {
+  static gpublasLtHandle_t h = [] {
+    gpublasLtHandle_t r = nullptr;
+    PL_GPUBLAS_CHECK(gpublasLtCreate(&r));
+    return r;
+  }();
+  return h;
+}
+
+// One GEMM problem as cuBLASLt sees it; the heuristic's choice is cached per key.
+struct ShapeKey {
+  int device;
+  int64_t m, n, k, lda, ldd;
+  DType out_t;
+  uint32_t align_a, align_d;
+  auto tie() const { return std::tie(device, m, n, k, lda, ldd, out_t, align_a, align_d); }
+  bool operator<(const ShapeKey& o) const { return tie() < o.tie(); }
+};
+
+struct Plan {
+  bool ok = false;
+  gpublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+  std::string why;  // when !ok: what cuBLASLt said
+};
+
+std::mutex g_mu;
+std::map<ShapeKey, Plan> g_plans;
+std::set<std::string> g_warned;
+
+std::string shape_str(int64_t M, int64_t N, int64_t K, DType out_t) {
+  return fmt::format("M={} N={} K={} out={}", M, N, K, dtype_name(out_t));
+}
+
+// RAII for the descriptors of one call (cheap to create; caching them would share mutable scale
+// pointers between threads).
+struct LtCall {
+  gpublasLtMatmulDesc_t desc = nullptr;
+  gpublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  gpublasLtMatmulPreference_t pref = nullptr;
+  ~LtCall() {
+    if (pref) (void)gpublasLtMatmulPreferenceDestroy(pref);
+    if (d) (void)gpublasLtMatrixLayoutDestroy(d);
+    if (b) (void)gpublasLtMatrixLayoutDestroy(b);
+    if (a) (void)gpublasLtMatrixLayoutDestroy(a);
+    if (desc) (void)gpublasLtMatmulDescDestroy(desc);
+  }
+};
+
+// Descriptor setup failures are programming errors (a bad attribute or size): always thrown, with
+// the call and the shape.
+#define PL_LT_CHECK(expr, shape)                                                                        \
+  do {                                                                                                  \
+    gpublasStatus_t pl_lt_st_ = (expr);                                                                 \
+    if (pl_lt_st_ != GPUBLAS_STATUS_SUCCESS)                                                            \
+      PL_THROW("{} ({}): {}: {}", kName, shape, #expr, gpublasGetStatusString(pl_lt_st_));             \
+  } while (0)
+
+template <class T>
+void set_attr(gpublasLtMatmulDesc_t desc, gpublasLtMatmulDescAttributes_t attr, const T& v, const std::string& shape) {
+  PL_LT_CHECK(gpublasLtMatmulDescSetAttribute(desc, attr, &v, sizeof(v)), shape);
+}
+
+void warn_once(const std::string& what) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_warned.insert(what).second)
+    fmt::print(stderr, "portllm: warning: {}: {}; using {} for this shape\n", kName, what, kFallbackName);
+}
+
+void fallback(const MatmulArgs& a, Stream& s, const std::string& why) {
+  if (mode() == Mode::Strict) PL_THROW("{}: {} (PORTLLM_W8A8=strict forbids the fallback)", kName, why);
+  warn_once(why);
+  const KernelInfo* k = KernelRegistry::instance().find(kFallbackName);
+  PL_CHECK(k && (!k->supports || k->supports(a.desc(), caps_of(s))), "{}: fallback {} is not available for {}",
+           kName, kFallbackName, why);
+  k->run(&a, s);
+}
+
+// Why the views of a cannot feed the GEMM as they are, or "" when they can. supports() has
+// checked dtypes, M, N, K, block_k and bias; these are the per-call facts it cannot see.
+std::string layout_problem(const MatmulArgs& a, int64_t N, int64_t K) {
+  const int64_t kb = K / kBlock;
+  if (a.block_n != kBlock) return fmt::format("block_n {} (only 128x128 weight blocks)", a.block_n);
+  if (a.x.strides[1] != 1 || a.w.strides[1] != 1 || a.out.strides[1] != 1) return "a non-contiguous last dim";
+  if (a.w.strides[0] % 16 != 0 || !aligned16(a.w.data)) return "W rows not 16-byte aligned";
+  if ((a.out.strides[0] * dtype_size(a.out.dtype)) % 16 != 0 || !aligned16(a.out.data))
+    return "out rows not 16-byte aligned";
+  const Tensor& sc = a.w_scale;
+  if (!sc.defined() || sc.dtype != DType::F32 || sc.ndim != 2 || sc.size(0) < (N + kBlock - 1) / kBlock ||
+      sc.size(1) < kb)
+    return fmt::format("w_scale {} does not cover W [{}, {}] in 128x128 blocks", sc.shape_str(), N, K);
+  // cuBLASLt reads column nb of the BLK128x128 scales at nb * round_up(K/128, 4): the checkpoint
+  // layout only when its rows are exactly that long and contiguous.
+  if (sc.strides[1] != 1 || sc.strides[0] != round_up(kb, 4))
+    return fmt::format("w_scale strides ({}, {}) (need ({}, 1))", sc.strides[0], sc.strides[1], round_up(kb, 4));
+  if (!aligned16(sc.data)) return "w_scale not 16-byte aligned";
+  return "";
+}
+
+// The cached heuristic choice for key; the first call for a key asks cuBLASLt.
+Plan plan_for(const ShapeKey& key, LtCall& c, const std::string& shape) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_plans.find(key);
+    if (it != g_plans.end()) return it->second;
+  }
+  Plan p;
+  PL_LT_CHECK(gpublasLtMatmulPreferenceCreate(&c.pref), shape);
+  const uint64_t ws = kMaxWorkspace;
+  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+              shape);
+  // Tell the heuristic the alignment these pointers really have (its default assumes 256 bytes).
+  const uint32_t al_b = 256;  // x8 lives in a fresh scratch allocation
+  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key.align_a,
+                                                    sizeof(key.align_a)),
+              shape);
+  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b,
+                                                    sizeof(al_b)),
+              shape);
+  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align_d,
+                                                    sizeof(key.align_d)),
+              shape);
+  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key.align_d,
+                                                    sizeof(key.align_d)),
+              shape);
+  gpublasLtMatmulHeuristicResult_t r{};
+  int found = 0;
+  const gpublasStatus_t st =
+      gpublasLtMatmulAlgoGetHeuristic(lt_handle(), c.desc, c.a, c.b, c.d, c.d, c.pref, 1, &r, &found);
+  if (st != GPUBLAS_STATUS_SUCCESS) {
+    p.why = fmt::format("cublasLtMatmulAlgoGetHeuristic failed for {}: {}", shape, gpublasGetStatusString(st));
+  } else if (found == 0) {
+    p.why = fmt::format("cuBLASLt has no block-scaled FP8 algorithm for {}", shape);
+  } else {
+    p.ok = true;
+    p.algo = r.algo;
+    p.workspace = r.workspaceSize;
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_plans.emplace(key, p);
+  return p;
+}
+
+void mark_failed(const ShapeKey& key, const std::string& why) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  Plan& p = g_plans[key];
+  p.ok = false;
+  p.why = why;
+}
+
+void matmul_fp8_w8a8(const MatmulArgs& a, Stream& s) {
+  const int64_t M = a.x.size(0), N = a.w.size(0), K = a.w.size(1);
+  PL_CHECK(a.x.size(1) == K && a.out.size(0) == M && a.out.size(1) == N, "{}: x {} W {} out {}", kName,
+           a.x.shape_str(), a.w.shape_str(), a.out.shape_str());
+  if (M == 0 || N == 0) return;
+  const std::string shape = shape_str(M, N, K, a.out.dtype);
+  if (std::string why = layout_problem(a, N, K); !why.empty()) return fallback(a, s, shape + ": " + why);
+
+  // 1. Quantize x into scratch: codes [Mp, K], scales group-major [K/128, Mp].
+  const int64_t Mp = round_up(M, 4);
+  auto x8 = scratch(s, size_t(Mp * K));
+  auto xs = scratch(s, size_t(Mp * (K / kBlock)) * 4);
+  launch_fp8_quant_groups(a.x.data, a.x.dtype, a.x.strides[0], M, K, Mp, static_cast<uint8_t*>(x8.get()),
+                          static_cast<float*>(xs.get()), s);
+
+  // 2. D: out itself, or a padded scratch [Mp, N] when M is not a multiple of 4.
+  std::shared_ptr<void> dpad;
+  void* d = a.out.data;
+  int64_t ldd = a.out.strides[0];
+  if (Mp != M) {
+    dpad = scratch(s, size_t(Mp * N) * dtype_size(a.out.dtype));
+    d = dpad.get();
+    ldd = N;
+  }
+
+  LtCall c;
+  const gpuDataType_t dt = lt_out_type(a.out.dtype);
+  PL_LT_CHECK(gpublasLtMatmulDescCreate(&c.desc, GPUBLAS_COMPUTE_32F, GPU_R_32F), shape);
+  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSA, int32_t(GPUBLAS_OP_T), shape);
+  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSB, int32_t(GPUBLAS_OP_N), shape);
+  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F), shape);
+  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F), shape);
+  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(a.w_scale.data), shape);
+  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(xs.get()), shape);
+  PL_LT_CHECK(gpublasLtMatrixLayoutCreate(&c.a, GPU_R_8F_E4M3, uint64_t(K), uint64_t(N), a.w.strides[0]), shape);
+  PL_LT_CHECK(gpublasLtMatrixLayoutCreate(&c.b, GPU_R_8F_E4M3, uint64_t(K), uint64_t(Mp), K), shape);
+  PL_LT_CHECK(gpublasLtMatrixLayoutCreate(&c.d, dt, uint64_t(N), uint64_t(Mp), ldd), shape);
+
+  const int dev = dynamic_cast<GpuStream&>(s).device().index();
+  const ShapeKey key{dev, N, Mp, K, a.w.strides[0], ldd, a.out.dtype, alignment_of(a.w.data), alignment_of(d)};
+  const Plan p = plan_for(key, c, shape);
+  if (!p.ok) return fallback(a, s, p.why);
+
+  std::shared_ptr<void> ws;
+  if (p.workspace > 0) ws = scratch(s, p.workspace);
+  const float alpha = 1.f, beta = 0.f;
+  const gpublasStatus_t st = gpublasLtMatmul(lt_handle(), c.desc, &alpha, a.w.data, c.a, x8.get(), c.b, &beta, d, c.d,
+                                             d, c.d, &p.algo, ws.get(), p.workspace, native_stream(s));
+  if (st != GPUBLAS_STATUS_SUCCESS) {
+    const std::string why = fmt::format("cublasLtMatmul failed for {}: {}", shape, gpublasGetStatusString(st));
+    mark_failed(key, why);
+    return fallback(a, s, why);
+  }
+  if (dpad) launch_convert(a.out.data, a.out.dtype, d, a.out.dtype, M, N, a.out.strides[0], N, native_stream(s));
+}
+
+// Activations bf16/f16; out = activation dtype or f32 (cuBLASLt's D types for these modes). f32
+// activations are left to the dequantizing paths: running in f32 asks for accuracy (check-logits
+// --dtype f32 isolates kernel errors that way), which quantizing activations to e4m3 would undo.
+bool supports(const OpDesc& d, const DeviceCaps& c) {
+  if (mode() == Mode::Off) return false;
+  // Hopper (sm_90): the 128-element / 128x128 FP8 scale modes exist on no other NVIDIA arch
+  // (Ada has tensor-wide scaling only; Blackwell's block scaling is the 16/32-element MX family).
+  if (c.vendor != "nvidia" || !c.fp8 || c.arch < 90 || c.arch >= 100) return false;
+  const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
+  if ((x != DType::BF16 && x != DType::F16) || w != DType::F8E4M3 || (o != x && o != DType::F32)) return false;
+  const int64_t M = d.dim[0], N = d.dim[1], K = d.dim[2];
+  if (d.flags & 1u) return false;  // no bias (DeepSeek-V3's FP8 linears have none)
+  if (d.dim[3] != kBlock) return false;  // 128x128 weight blocks (block_n is checked per call)
+  if (M < kMinRows || N <= 0 || N % 16 != 0) return false;
+  // K/128 a multiple of 4: the checkpoint's scale rows are then the K-major rows cuBLASLt reads.
+  if (K <= 0 || K % (4 * kBlock) != 0) return false;
+  return M < (int64_t(1) << 31) && N < (int64_t(1) << 31) && K < (int64_t(1) << 31);
+}
+}  // namespace
+
+void register_matmul_fp8_w8a8_kernels() {
+  // Above gpu.matmul_fp8_dequant_blas (20) and the fp8 GEMV (25, M < 32 only).
+  register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, kName, 30, supports, matmul_fp8_w8a8);
+}
+#else
+void register_matmul_fp8_w8a8_kernels() {}  // NVIDIA-only fast path; MUSA uses the dequantizing siblings
+#endif
+
+}  // namespace portllm::gpu
