@@ -4,8 +4,10 @@
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe ops logits engine graphs bench throughput moe profile musa
-# (default: smi probe ops logits engine graphs bench). `profile` runs Qwen3-8B with
+# STAGEs: smi probe ops perf logits engine graphs bench throughput moe profile musa
+# (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
+# "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
+# narrows it the same way). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
@@ -52,21 +54,33 @@ if has probe && [ -x "$BIN/gpu_probe" ]; then
   TF=$(awk '/bf16_gemm_TFLOPs M=8192/{print $NF}' "$OUT/probe.log")
   row "copy bandwidth (read+write)" "${BW} GB/s"
   row "bf16 GEMM 8192^3 (cuBLAS)" "${TF} TFLOP/s"
+  row "fp8 e4m3 GEMM 8192^3 (cuBLASLt)" "$(awk '/^fp8_gemm_TFLOPs M=8192/{sub(/^[^ ]+ M=[0-9]+ N=[0-9]+ K=[0-9]+ /, ""); print}' "$OUT/probe.log") TFLOP/s"
+  row "fp8 block-scaled GEMM 4096x18432x7168" "$(awk '/^fp8_block_gemm_TFLOPs M=4096/{sub(/^[^ ]+ M=[0-9]+ N=[0-9]+ K=[0-9]+ /, ""); print}' "$OUT/probe.log") TFLOP/s"
 fi
 
 if has ops; then
-  timeout 300 "$PL" ops test -b cuda >"$OUT/ops-test.log" 2>&1
+  timeout 300 "$PL" ops test -b cuda ${OPS_ARGS:-} >"$OUT/ops-test.log" 2>&1
   rc=$?
   sed -n '/^op kernel/,$p' "$OUT/ops-test.log"
   grep '^FAIL' "$OUT/ops-test.log" | head -20
   row "ops test -b cuda" "$(tail -1 "$OUT/ops-test.log") (rc=$rc)"
 fi
 
+if has perf; then
+  timeout 400 "$PL" ops perf -b cuda --dtypes bf16 ${PERF_ARGS:-} >"$OUT/ops-perf.log" 2>&1
+  rc=$?
+  cat "$OUT/ops-perf.log"
+  row "ops perf -b cuda (see ops-perf.log)" "rc=$rc"
+fi
+
 if has logits; then
   for m in models/stories260K tests/data/models/llama3-tiny tests/data/models/qwen2-tiny tests/data/models/qwen3-tiny; do
     for kv in bf16 f32; do
       log="$OUT/logits-$(basename $m)-$kv.log"
-      timeout 120 "$PL" check-logits --device cuda --tol 3e-2 --kv-dtype $kv --model $m --reference $m/reference.safetensors >"$log" 2>&1
+      # stories260K's logits reach ~20, and a bf16 cache alone moves them by 0.12 (the CPU
+      # reference backend gives the same 0.122): its bf16-cache bar is 0.15.
+      tol=3e-2; [ "$(basename $m)" = stories260K ] && [ $kv = bf16 ] && tol=0.15
+      timeout 120 "$PL" check-logits --device cuda --tol $tol --kv-dtype $kv --model $m --reference $m/reference.safetensors >"$log" 2>&1
       rc=$?
       row "check-logits $(basename $m) kv=$kv" "$(grep -h max_abs_diff "$log" | tr -d '\n') rc=$rc"
       [ $rc -ne 0 ] && tail -3 "$log"

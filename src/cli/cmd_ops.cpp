@@ -2,8 +2,11 @@
 // support table of a backend.
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "backend/registry.h"
 #include "backends/builtin.h"
@@ -76,41 +79,79 @@ int run_test(const Options& o) {
   return fail == 0 ? 0 : 1;
 }
 
+// Seconds per call of `once`. Where the device has graphs, kCallsPerGraph calls are captured
+// into one graph and replayed, timed with device events: small kernels are then measured
+// without their launch cost (as decode graphs run them). Elsewhere, a host-timed loop.
+double seconds_per_call(Device& dev, const std::function<void()>& once) {
+  constexpr int kCallsPerGraph = 10;
+  once();  // warm up (first-touch allocations, attribute setup)
+  dev.synchronize();
+  std::unique_ptr<Graph> g = dev.capture(dev.stream(), [&] {
+    for (int i = 0; i < kCallsPerGraph; ++i) once();
+  });
+  if (g) {
+    g->replay(dev.stream());
+    auto t0 = dev.create_event(), t1 = dev.create_event();
+    for (int n = 1;; n *= 2) {  // double the replays until they take 50 ms (or 256 replays)
+      t0->record(dev.stream());
+      for (int i = 0; i < n; ++i) g->replay(dev.stream());
+      t1->record(dev.stream());
+      t1->synchronize();
+      const double elapsed = t1->elapsed_ms(*t0) * 1e-3;
+      if (elapsed >= 0.05 || n >= 256) return elapsed / (double(n) * kCallsPerGraph);
+    }
+  }
+  int iters = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  while (elapsed < 0.2 && iters < 1000) {
+    once();
+    ++iters;
+    if (iters % 5 == 0) dev.synchronize();
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  dev.synchronize();
+  elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return elapsed / iters;
+}
+
 int run_perf(const Options& o) {
   auto dev = device_for(o);
   auto dtypes = parse_dtypes(o.dtypes);
-  std::printf("%-16s %-24s %-56s %10s\n", "op", "kernel", "case", "us/call");
+  std::printf("%-16s %-30s %-76s %10s %8s %8s\n", "op", "kernel", "case", "us/call", "GB/s", "TFLOP/s");
   for (int oi = 0; oi < int(Op::COUNT); ++oi) {
     const Op op = Op(oi);
     if (!o.op.empty() && op_from_name(o.op) != op) continue;
+    auto* perf_gen = conformance::perf_case_generator(op);
     auto* gen = conformance::case_generator(op);
-    if (!gen) continue;
+    if (!gen && !perf_gen) continue;
     for (DType dt : dtypes) {
-      auto cases = (*gen)(dt);
-      if (cases.empty()) continue;
-      auto& c = cases.back();  // the generators list their largest case last or near it
-      std::vector<Tensor> dev_t;
-      for (auto& t : c.tensors) dev_t.push_back(t.defined() ? dev->upload(t) : t);
-      for (const KernelInfo* k : KernelRegistry::instance().kernels(op, dev->kind())) {
-        bool ok = true;
-        c.invoke(dev_t, [&](const OpDesc& d, const void*) { ok = !k->supports || k->supports(d, dev->caps()); });
-        if (!ok) continue;
-        auto once = [&] { c.invoke(dev_t, [&](const OpDesc&, const void* a) { k->run(a, dev->stream()); }); };
-        once();
-        dev->synchronize();
-        int iters = 0;
-        auto t0 = std::chrono::steady_clock::now();
-        double elapsed = 0;
-        while (elapsed < 0.2 && iters < 1000) {
-          once();
-          ++iters;
-          if (iters % 5 == 0) dev->synchronize();
-          elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      // The op's perf cases (model shapes) where it has them, else its largest conformance case
+      // (the generators list it last or near it).
+      std::vector<conformance::OpCase> cases = perf_gen ? (*perf_gen)(dt) : std::vector<conformance::OpCase>{};
+      if (!perf_gen && gen) {
+        auto all = (*gen)(dt);
+        if (!all.empty()) cases.push_back(std::move(all.back()));
+      }
+      for (auto& c : cases) {
+        std::vector<Tensor> dev_t;
+        for (auto& t : c.tensors) dev_t.push_back(t.defined() ? dev->upload(t) : t);
+        c.tensors.clear();  // perf cases are large: keep one copy, on the device
+        for (const KernelInfo* k : KernelRegistry::instance().kernels(op, dev->kind())) {
+          bool ok = true;
+          c.invoke(dev_t, [&](const OpDesc& d, const void*) { ok = !k->supports || k->supports(d, dev->caps()); });
+          if (!ok) continue;
+          const double sec = seconds_per_call(*dev, [&] {
+            c.invoke(dev_t, [&](const OpDesc&, const void* a) { k->run(a, dev->stream()); });
+          });
+          auto rate = [&](double amount, double unit) {
+            return amount > 0 ? fmt::format("{:8.1f}", amount / sec / unit) : fmt::format("{:>8}", "-");
+          };
+          std::printf("%-16s %-30s %-76s %10.1f %s %s\n", op_name(op), k->name.c_str(),
+                      (c.name + " act=" + dtype_name(dt)).c_str(), sec * 1e6, rate(c.bytes, 1e9).c_str(),
+                      rate(c.flops, 1e12).c_str());
+          std::fflush(stdout);
         }
-        dev->synchronize();
-        elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        std::printf("%-16s %-24s %-56s %10.1f\n", op_name(op), k->name.c_str(), (c.name + " act=" + dtype_name(dt)).c_str(),
-                    elapsed / iters * 1e6);
       }
     }
   }
@@ -188,7 +229,7 @@ void add_ops_command(CLI::App& app) {
   test->callback([o] {
     if (int rc = run_test(*o)) throw CLI::RuntimeError(rc);
   });
-  auto* perf = ops->add_subcommand("perf", "time each kernel on its largest conformance case");
+  auto* perf = ops->add_subcommand("perf", "time each kernel on model-sized perf cases (else its largest conformance case)");
   common(perf);
   perf->callback([o] { run_perf(*o); });
   auto* support = ops->add_subcommand("support", "which kernel serves each op and dtype on a backend");

@@ -19,6 +19,10 @@ struct KernelInfo {
   int priority = 0;  // reference kernels use kReferencePriority
   std::function<bool(const OpDesc&, const DeviceCaps&)> supports;
   std::function<void(const void* args, Stream& stream)> run;  // args: the op's *Args struct
+  // Error the kernel's numerics cost by design, beyond the case's tolerance (e.g. a W8A8 GEMM
+  // rounds activations to e4m3: 3 mantissa bits). The conformance runner compares it at
+  // max(case tolerance, min_tolerance); 0 for every kernel that computes what the reference does.
+  double min_tolerance = 0;
 
   static constexpr int kReferencePriority = -100;
   bool is_reference() const { return priority == kReferencePriority; }
@@ -41,8 +45,9 @@ class KernelRegistry {
 // Convenience for kernel files: register_kernel<RmsNormArgs>(Op::RMS_NORM, ...).
 template <class Args, class Supports, class Run>
 void register_kernel(Op op, DeviceKind device, std::string name, int priority, Supports supports,
-                     Run run) {
+                     Run run, double min_tolerance = 0) {
   KernelInfo k;
+  k.min_tolerance = min_tolerance;
   k.op = op;
   k.device = device;
   k.name = std::move(name);

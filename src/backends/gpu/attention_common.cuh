@@ -75,5 +75,17 @@ void dispatch_attn(const AttentionArgs& a, Fn&& fn) {
 
 // The portable prefill launcher (attention.cu); the tensor-core kernel falls back to it.
 void attn_prefill_portable(const AttentionArgs& a, Stream& s);
+// The portable decode launcher (attention_decode.cu); the tensor-core decode kernel falls back to it.
+void attn_decode_portable(const AttentionArgs& a, Stream& s);
+
+// Split-KV decode, shared by the decode kernels (attention_decode.cu). The number of splits
+// depends on the batch (`blocks` = blocks per split) and the max_seq_len bound only, never on a
+// context length, so one captured graph serves every step; each sequence's context is divided
+// among the splits on the device. With splits > 1 each split writes (max, sum, unnormalized
+// output) to the partials and attn_decode_combine merges them into out.
+constexpr int kMaxSplits = 256;
+int decode_splits(const AttentionArgs& a, int blocks, int min_keys, const DeviceCaps& caps, int blocks_per_cu = 4);
+std::shared_ptr<void> decode_partials(AttnParams& p, int B, Stream& s);  // sets part_o / part_ml
+void attn_decode_combine(const AttnParams& p, int B, DType q_dtype, gpuStream_t st);
 
 }  // namespace portllm::gpu

@@ -212,7 +212,6 @@ __global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p)
 // Merges the splits of one (query head, sequence): out = sum_s 2^(m_s - M) o_s / sum_s 2^(m_s - M) l_s.
 // The per-split weights are computed once, in parallel, into shared memory (a serial walk over
 // the splits would be a chain of dependent global loads per thread).
-constexpr int kMaxSplits = 256;
 template <class TQ>
 __global__ void __launch_bounds__(kThreads) attn_decode_combine_kernel(AttnParams p) {
   const int h = blockIdx.x, b = blockIdx.y;
@@ -234,10 +233,13 @@ __global__ void __launch_bounds__(kThreads) attn_decode_combine_kernel(AttnParam
   const float inv = L > 0.f ? 1.f / L : 0.f;
   const int qrow = p.qsl[b];
   TQ* orow = static_cast<TQ*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h) * p.o_s1;
+  // Every split wrote its partial output (zeros for a split without keys, whose weight is 0), so
+  // the loads need no condition and the unrolled loop keeps several of them in flight: a
+  // branch per split made this a chain of dependent L2 round trips, the bulk of a batch-1 step.
   for (int d = threadIdx.x; d < p.Dv; d += kThreads) {
     float o = 0.f;
-    for (int s = 0; s < p.splits; ++s)
-      if (s_w[s] > 0.f) o += p.part_o[(base + s) * p.Dv + d] * s_w[s];
+#pragma unroll 8
+    for (int s = 0; s < p.splits; ++s) o += p.part_o[(base + s) * p.Dv + d] * s_w[s];
     orow[d] = cvt<TQ>(o * inv);
   }
 }
@@ -252,25 +254,46 @@ void launch_g(const AttnParams& p, int B, gpuStream_t st) {
     attn_decode_gqa_kernel<TQ, TC, G, (kMaxD + kSpan - 1) / kSpan><<<grid, kThreads, 0, st>>>(p);
 }
 
-void attn_decode(const AttentionArgs& a, Stream& s) {
+bool supports(const OpDesc& d, const DeviceCaps&) {
+  if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
+  const int64_t Dk = d.dim[0], Dv = d.dim[3];
+  return Dk > 0 && Dv > 0 && Dk <= kMaxD && Dv <= kMaxD;
+}
+}  // namespace
+
+int decode_splits(const AttentionArgs& a, int blocks, int min_keys, const DeviceCaps& caps, int blocks_per_cu) {
+  // About blocks_per_cu blocks per compute unit, but no split shorter than min_keys keys of the
+  // longest context (max_seq_len may be an upper bound: graphs capture with the model's maximum).
+  const int max_ctx = std::max(1, a.max_seq_len);
+  const int want = std::max(1, (blocks_per_cu * caps.num_compute_units + blocks - 1) / std::max(1, blocks));
+  return std::clamp((max_ctx + min_keys - 1) / min_keys, 1, std::min(want, kMaxSplits));
+}
+
+std::shared_ptr<void> decode_partials(AttnParams& p, int B, Stream& s) {
+  if (p.splits <= 1) return nullptr;
+  const size_t rows = size_t(B) * p.Hq * p.splits;
+  std::shared_ptr<void> ws = scratch(s, rows * (size_t(p.Dv) + 2) * sizeof(float));
+  p.part_o = static_cast<float*>(ws.get());
+  p.part_ml = p.part_o + rows * p.Dv;
+  return ws;
+}
+
+void attn_decode_combine(const AttnParams& p, int B, DType q_dtype, gpuStream_t st) {
+  if (p.splits <= 1) return;
+  dispatch_float(q_dtype, [&](auto tq) {
+    using TQ = typename decltype(tq)::type;
+    attn_decode_combine_kernel<TQ><<<dim3(unsigned(p.Hq), unsigned(B)), kThreads, 0, st>>>(p);
+  });
+}
+
+void attn_decode_portable(const AttentionArgs& a, Stream& s) {
   AttnParams p = params_of(a);
   const int B = int(a.seq_lens.size(0));
   if (B == 0) return;
-  const DeviceCaps& caps = caps_of(s);
   const int G = p.group <= 1 ? 1 : p.group <= 2 ? 2 : p.group <= 4 ? 4 : 8;
-  const int blocks = B * p.Hkv * ((p.group + G - 1) / G);
-  // About four blocks per compute unit, but no split shorter than 16 keys of the longest context
-  // (max_seq_len may be an upper bound: graphs capture with the model's maximum).
-  const int max_ctx = std::max(1, a.max_seq_len);
-  const int want = std::max(1, (4 * caps.num_compute_units + blocks - 1) / blocks);
-  p.splits = std::clamp((max_ctx + 15) / 16, 1, std::min(want, kMaxSplits));
-  std::shared_ptr<void> ws;
-  if (p.splits > 1) {
-    const size_t rows = size_t(B) * p.Hq * p.splits;
-    ws = scratch(s, rows * (size_t(p.Dv) + 2) * sizeof(float));
-    p.part_o = static_cast<float*>(ws.get());
-    p.part_ml = p.part_o + rows * p.Dv;
-  }
+  // No split shorter than 16 keys.
+  p.splits = decode_splits(a, B * p.Hkv * ((p.group + G - 1) / G), 16, caps_of(s));
+  const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
   dispatch_attn(a, [&](auto tq, auto tc) {
     using TQ = typename decltype(tq)::type;
@@ -281,20 +304,14 @@ void attn_decode(const AttentionArgs& a, Stream& s) {
       case 4: launch_g<TQ, TC, 4>(p, B, st); break;
       default: launch_g<TQ, TC, 8>(p, B, st); break;
     }
-    if (p.splits > 1) attn_decode_combine_kernel<TQ><<<dim3(unsigned(p.Hq), unsigned(B)), kThreads, 0, st>>>(p);
   });
+  attn_decode_combine(p, B, a.q.dtype, st);
   check_launch("attn_decode");
 }
 
-bool supports(const OpDesc& d, const DeviceCaps&) {
-  if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
-  const int64_t Dk = d.dim[0], Dv = d.dim[3];
-  return Dk > 0 && Dv > 0 && Dk <= kMaxD && Dv <= kMaxD;
-}
-}  // namespace
-
 void register_attention_decode_kernels() {
-  register_kernel<AttentionArgs>(Op::ATTN_DECODE, kKind, "gpu.attn_decode_gqa_split_kv", 10, supports, attn_decode);
+  register_kernel<AttentionArgs>(Op::ATTN_DECODE, kKind, "gpu.attn_decode_gqa_split_kv", 10, supports,
+                                 attn_decode_portable);
 }
 
 }  // namespace portllm::gpu

@@ -1,12 +1,13 @@
 // ATTN_PREFILL on NVIDIA tensor cores (sm_80+): FlashAttention-2 over the paged cache.
-// NVIDIA-only fast path (inline PTX: mma.sync m16n8k16, ldmatrix), ARCHITECTURE.md rule 4; its
+// NVIDIA-only fast path (inline PTX: mma.sync m16n8k16, ldmatrix, cp.async), ARCHITECTURE.md rule 4; its
 // portable sibling is the tiled kernel in attention.cu, which MUSA builds and which this kernel
 // falls back to for what it does not take (f32, mixed dtypes, head dims other than 64/128/256,
 // K and V head dims that differ, unaligned views).
 //
 // One block of 4 warps per (64-query tile, query head, sequence); warp w owns queries
 // 16w..16w+15. Per 64-key tile, K and V rows are gathered through the block table into shared
-// memory (rows padded by 8 values so ldmatrix is conflict-free), S = Q K^T runs on tensor cores
+// memory by cp.async, double-buffered so the next tile's copy overlaps this tile's math (rows
+// padded by 8 values so ldmatrix is conflict-free), S = Q K^T runs on tensor cores
 // with f32 accumulation, the online softmax (base 2) works on the accumulator fragments in
 // registers, and P (rounded to the input dtype, as FlashAttention does) times V accumulates the
 // output in registers. Causal masking per element; key tiles past the tile's last query are
@@ -17,58 +18,20 @@
 #include "backends/gpu/attention_common.cuh"
 #include "backends/gpu/gpu_kernels.h"
 #include "ops/registry.h"
+#if !defined(PORTLLM_GPU_MUSA)
+#include "backends/gpu/mma_sm80.cuh"
+#endif
 
 namespace portllm::gpu {
 
 #if !defined(PORTLLM_GPU_MUSA)
 namespace {
+using namespace sm80;
 constexpr int kBQ = 64, kBK = 64, kWarps = 4, kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-template <class T> struct Mma;
-template <> struct Mma<gpu_bf16> {
-  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-};
-template <> struct Mma<gpu_half> {
-  __device__ __forceinline__ static void run(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-  __device__ __forceinline__ static uint32_t pack(float lo, float hi) {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-};
-
 template <int D> constexpr int kLd = D + 8;  // padded smem row (elements): 16-byte aligned, no bank conflicts
-template <int D> constexpr size_t kSmemBytes = size_t(kBQ + 2 * kBK) * kLd<D> * 2;
+template <int D> constexpr size_t kSmemBytes = size_t(kBQ + 4 * kBK) * kLd<D> * 2;  // Q, 2 x (K, V)
 
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p) {
@@ -84,20 +47,32 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   const int num_keys = first_pos + qt0 + nq;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sK = sQ + kBQ * LD;
-  T* sV = sK + kBK * LD;
-  __shared__ int64_t s_koff[kBK], s_voff[kBK];
+  T* sKV = sQ + kBQ * LD;  // two buffers of (K tile, V tile)
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
-  const uint4 zero = make_uint4(0, 0, 0, 0);
 
+  // Starts the copy of the key tile at kt into buffer buf; keys past num_keys are zero-filled
+  // (masked scores; zero V rows keep P V finite).
+  auto issue = [&](int kt, int buf) {
+    T* sK = sKV + size_t(buf) * 2 * kBK * LD;
+    T* sV = sK + kBK * LD;
+    for (int i = tid; i < kBK * VPR; i += kThreads) {
+      const int r = i / VPR, c = i % VPR, pos = kt + r;
+      const bool ok = pos < num_keys;
+      const int64_t ko = ok ? kv_offset(p, b, pos, p.kc_s0, p.kc_s1, p.kc_s2, kh) : 0;
+      const int64_t vo = ok ? kv_offset(p, b, pos, p.vc_s0, p.vc_s1, p.vc_s2, kh) : 0;
+      cp_async16(sK + r * LD + c * 8, kc + ko + c * 8, ok ? 16 : 0);
+      cp_async16(sV + r * LD + c * 8, vc + vo + c * 8, ok ? 16 : 0);
+    }
+  };
   for (int i = tid; i < kBQ * VPR; i += kThreads) {
     const int r = i / VPR, c = i % VPR;
-    uint4 v = zero;
-    if (r < nq) v = *reinterpret_cast<const uint4*>(q + int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + c * 8);
-    *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = v;
+    const int64_t off = r < nq ? int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + c * 8 : 0;
+    cp_async16(sQ + r * LD + c * 8, q + off, r < nq ? 16 : 0);
   }
+  issue(0, 0);
+  cp_async_commit();
 
   float o[D / 8][4];
 #pragma unroll
@@ -108,26 +83,16 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   const int qpos0 = first_pos + qt0 + row0, qpos1 = qpos0 + 8;
   const int warp_last_pos = first_pos + qt0 + warp * 16 + 15;
 
-  for (int kt = 0; kt < num_keys; kt += kBK) {
-    __syncthreads();  // the previous tile's K/V and row offsets are no longer read
-    if (tid < kBK) {  // each key's cache row, looked up once per tile
-      const int pos = kt + tid;
-      s_koff[tid] = pos < num_keys ? kv_offset(p, b, pos, p.kc_s0, p.kc_s1, p.kc_s2, kh) : -1;
-      s_voff[tid] = pos < num_keys ? kv_offset(p, b, pos, p.vc_s0, p.vc_s1, p.vc_s2, kh) : -1;
-    }
-    __syncthreads();
-    for (int i = tid; i < kBK * VPR; i += kThreads) {
-      const int r = i / VPR, c = i % VPR;
-      uint4 kv = zero, vv = zero;
-      if (s_koff[r] >= 0) {
-        kv = *reinterpret_cast<const uint4*>(kc + s_koff[r] + c * 8);
-        vv = *reinterpret_cast<const uint4*>(vc + s_voff[r] + c * 8);
-      }
-      *reinterpret_cast<uint4*>(sK + r * LD + c * 8) = kv;
-      *reinterpret_cast<uint4*>(sV + r * LD + c * 8) = vv;
-    }
-    __syncthreads();
+  // Double-buffered: the next tile's copy is in flight while this one is multiplied.
+  for (int kt = 0, buf = 0; kt < num_keys; kt += kBK, buf ^= 1) {
+    __syncthreads();  // every warp is done with the buffer the next copy overwrites
+    if (kt + kBK < num_keys) issue(kt + kBK, buf ^ 1);
+    cp_async_commit();  // possibly empty: keeps "all but the newest group" = this tile
+    cp_async_wait<1>();
+    __syncthreads();  // this tile (and Q), copied by all threads, is visible to all
     if (kt > warp_last_pos) continue;  // every key of the tile is in this warp's queries' future
+    const T* sK = sKV + size_t(buf) * 2 * kBK * LD;
+    const T* sV = sK + kBK * LD;
 
     // S = Q K^T for the warp's 16 queries x 64 keys.
     float s[kBK / 8][4];

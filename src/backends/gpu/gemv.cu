@@ -129,9 +129,14 @@ void gemv(const MatmulArgs& a, Stream& s) {
   check_launch("gemv");
 }
 
-bool supports(const OpDesc& d, const DeviceCaps&) {
+// On NVIDIA only M = 1: from M = 2 cuBLAS streams W at ~4 TB/s too and this kernel loses (H200,
+// Qwen3-8B gate_up N=24576 K=4096: M=1 47.6 vs 49.6 us, M=2 59 vs 50, M=4 77 vs 50, M=8 133 vs
+// 55; `portllm ops perf -b cuda -o MATMUL --dtypes bf16`). Elsewhere up to kMaxM rows, until the
+// vendor BLAS is measured at these sizes.
+bool supports(const OpDesc& d, const DeviceCaps& c) {
   const DType x = d.dtype[0], w = d.dtype[1];
-  return x == w && (x == DType::BF16 || x == DType::F16) && d.dim[0] >= 1 && d.dim[0] <= kMaxM &&
+  const int64_t max_m = c.vendor == "nvidia" ? 1 : kMaxM;
+  return x == w && (x == DType::BF16 || x == DType::F16) && d.dim[0] >= 1 && d.dim[0] <= max_m &&
          d.dim[2] % 8 == 0;
 }
 }  // namespace

@@ -20,10 +20,12 @@ void register_gpu_backend() {
   gpu::register_moe_kernels();
   gpu::register_moe_gemm_kernels();
   gpu::register_matmul_fp8_kernels();
+  gpu::register_matmul_fp8_w8a8_kernels();
   gpu::register_mla_kernels();
   gpu::register_gdn_kernels();
   gpu::register_attention_decode_kernels();
   gpu::register_attention_mma_kernels();
+  gpu::register_attention_decode_mma_kernels();
   gpu::register_sampling_kernels();
 #if defined(PORTLLM_GPU_MUSA)
   const char* name = "musa";

@@ -11,10 +11,12 @@ void register_attention_kernels();
 void register_moe_kernels();  // moe.cu: MoE routing, permute, combine
 void register_moe_gemm_kernels();  // moe_gemm.cu: MOE_GEMM (grouped tiled GEMM)
 void register_matmul_fp8_kernels();  // matmul_fp8.cpp: MATMUL_FP8_BLOCK
+void register_matmul_fp8_w8a8_kernels();  // matmul_fp8_w8a8.cpp: MATMUL_FP8_BLOCK on fp8 units (cuBLASLt)
 void register_mla_kernels();  // mla_attention.cu
 void register_gdn_kernels();  // gdn.cu: GDN conv + delta rule, gated RMSNorm, sigmoid gate
 void register_attention_decode_kernels();
 void register_attention_mma_kernels();
+void register_attention_decode_mma_kernels();
 void register_sampling_kernels();  // sampling.cu: SAMPLE
 
 // Rows view of a 2-D or 3-D tensor whose last dim is contiguous (see kernel_common.cuh Rows).

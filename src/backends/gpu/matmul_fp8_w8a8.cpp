@@ -321,7 +321,9 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
 
 void register_matmul_fp8_w8a8_kernels() {
   // Above gpu.matmul_fp8_dequant_blas (20) and the fp8 GEMV (25, M < 32 only).
-  register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, kName, 30, supports, matmul_fp8_w8a8);
+  // e4m3 activations: relative rounding error up to 2^-4 per element; on the conformance cases'
+  // uniform data the normalized error of the product is ~0.025 (dequantizing paths: ~0.003).
+  register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, kName, 30, supports, matmul_fp8_w8a8, 4e-2);
 }
 #else
 void register_matmul_fp8_w8a8_kernels() {}  // NVIDIA-only fast path; MUSA uses the dequantizing siblings

@@ -6,6 +6,19 @@
 
 namespace portllm::conformance {
 
+// Case builders shared by the conformance generators and the perf cases (perf_cases.cpp).
+struct AttnShape {
+  std::vector<int> q_lens, ctx_lens;
+  int Hq, Hkv, D, page;
+  int max_seq_len = 0;  // the max_seq_len the op is told, when above the longest context (a graph
+                        // captured for max_model_len passes that bound); 0 = the longest context
+};
+OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode);
+
+struct MatmulShape { int M, N, K; bool bias; };
+// fp8 weights (wt = F8E4M3) get 128x128 block scales when block = 128, one scale when 0.
+OpCase matmul_case(DType act, DType wt, MatmulShape s, int block);
+
 void register_basic_cases();
 void register_matmul_cases();
 void register_attention_cases();
@@ -13,5 +26,6 @@ void register_hybrid_cases();  // cases_hybrid.cpp
 void register_moe_cases();     // cases_moe.cpp
 void register_mla_cases();     // cases_mla.cpp
 void register_sample_cases();  // cases_sample.cpp
+void register_perf_cases();    // perf_cases.cpp
 
 }  // namespace portllm::conformance

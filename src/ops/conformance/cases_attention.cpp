@@ -14,11 +14,6 @@ namespace portllm::conformance {
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-struct AttnShape {
-  std::vector<int> q_lens, ctx_lens;
-  int Hq, Hkv, D, page;
-};
-
 std::vector<AttnShape> shapes(bool decode) {
   if (decode)
     return {{{1}, {1}, 4, 2, 64, 16},          {{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16},
@@ -53,54 +48,64 @@ std::vector<int32_t> block_tables(CaseRng& r, const AttnShape& s, int& max_block
   return tables;
 }
 
+}  // namespace
+
+OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode) {
+  CaseRng r(uint64_t(s.D * 7 + s.Hq + s.page + int(cache_dt) + (decode ? 1000 : 0)));
+  int max_blocks, nb;
+  auto tables = block_tables(r, s, max_blocks, nb);
+  const int B = int(s.q_lens.size());
+  std::vector<int32_t> qsl{0};
+  for (int q : s.q_lens) qsl.push_back(qsl.back() + q);
+  const int T = qsl.back();
+  OpCase c;
+  c.op = decode ? Op::ATTN_DECODE : Op::ATTN_PREFILL;
+  std::string lens;
+  const bool uniform = std::equal(s.q_lens.begin() + 1, s.q_lens.end(), s.q_lens.begin()) &&
+                       std::equal(s.ctx_lens.begin() + 1, s.ctx_lens.end(), s.ctx_lens.begin());
+  if (uniform && B > 4) lens = fmt::format("{}x{}/{}", B, s.q_lens[0], s.ctx_lens[0]);  // B sequences alike
+  else
+    for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
+  c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}", lens, s.Hq, s.Hkv, s.D, s.page, dtype_name(cache_dt));
+  c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt));
+  c.tensors = {CaseRng::filled(act, {T, s.Hq, s.D}, kNaN),
+               r.tensor(act, {T, s.Hq, s.D}),
+               r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
+               r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
+               r.ints(tables, {B, max_blocks}),
+               r.ints(std::vector<int32_t>(s.ctx_lens.begin(), s.ctx_lens.end()), {B}),
+               r.ints(qsl, {B + 1})};
+  c.outputs = {0};
+  const float scale = float(1.0 / std::sqrt(double(s.D)));
+  const int max_q = *std::max_element(s.q_lens.begin(), s.q_lens.end());
+  const int max_ctx = std::max(s.max_seq_len, *std::max_element(s.ctx_lens.begin(), s.ctx_lens.end()));
+  std::vector<int32_t> lens_v(s.ctx_lens.begin(), s.ctx_lens.end());
+  c.invoke = [=](const std::vector<Tensor>& t, const ArgsSink& sink) {
+    AttentionArgs a;
+    a.out = t[0];
+    a.q = t[1];
+    a.k_cache = t[2];
+    a.v_cache = t[3];
+    a.block_tables = t[4];
+    a.seq_lens = t[5];
+    a.query_start_loc = t[6];
+    a.scale = scale;
+    a.max_q_len = max_q;
+    a.max_seq_len = max_ctx;
+    a.host_seq_lens = lens_v;
+    a.host_query_start_loc = qsl;
+    sink(a.desc(decode ? Op::ATTN_DECODE : Op::ATTN_PREFILL), &a);
+  };
+  return c;
+}
+
+namespace {
+
 std::vector<OpCase> attention_cases(DType act, bool decode) {
   std::vector<OpCase> v;
   for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
     if (act != DType::F32 && cache_dt != act) continue;
-    for (const AttnShape& s : shapes(decode)) {
-      CaseRng r(uint64_t(s.D * 7 + s.Hq + s.page + int(cache_dt) + (decode ? 1000 : 0)));
-      int max_blocks, nb;
-      auto tables = block_tables(r, s, max_blocks, nb);
-      const int B = int(s.q_lens.size());
-      std::vector<int32_t> qsl{0};
-      for (int q : s.q_lens) qsl.push_back(qsl.back() + q);
-      const int T = qsl.back();
-      OpCase c;
-      c.op = decode ? Op::ATTN_DECODE : Op::ATTN_PREFILL;
-      std::string lens;
-      for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
-      c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}", lens, s.Hq, s.Hkv, s.D, s.page, dtype_name(cache_dt));
-      c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt));
-      c.tensors = {CaseRng::filled(act, {T, s.Hq, s.D}, kNaN),
-                   r.tensor(act, {T, s.Hq, s.D}),
-                   r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
-                   r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
-                   r.ints(tables, {B, max_blocks}),
-                   r.ints(std::vector<int32_t>(s.ctx_lens.begin(), s.ctx_lens.end()), {B}),
-                   r.ints(qsl, {B + 1})};
-      c.outputs = {0};
-      const float scale = float(1.0 / std::sqrt(double(s.D)));
-      const int max_q = *std::max_element(s.q_lens.begin(), s.q_lens.end());
-      const int max_ctx = *std::max_element(s.ctx_lens.begin(), s.ctx_lens.end());
-      std::vector<int32_t> lens_v(s.ctx_lens.begin(), s.ctx_lens.end());
-      c.invoke = [=](const std::vector<Tensor>& t, const ArgsSink& sink) {
-        AttentionArgs a;
-        a.out = t[0];
-        a.q = t[1];
-        a.k_cache = t[2];
-        a.v_cache = t[3];
-        a.block_tables = t[4];
-        a.seq_lens = t[5];
-        a.query_start_loc = t[6];
-        a.scale = scale;
-        a.max_q_len = max_q;
-        a.max_seq_len = max_ctx;
-        a.host_seq_lens = lens_v;
-        a.host_query_start_loc = qsl;
-        sink(a.desc(decode ? Op::ATTN_DECODE : Op::ATTN_PREFILL), &a);
-      };
-      v.push_back(std::move(c));
-    }
+    for (const AttnShape& s : shapes(decode)) v.push_back(attention_case(act, cache_dt, s, decode));
   }
   return v;
 }

@@ -8,13 +8,7 @@
 
 namespace portllm::conformance {
 
-namespace {
-struct Shape { int M, N, K; bool bias; };
-const Shape kShapes[] = {{1, 13, 7, false}, {2, 64, 96, true}, {3, 100, 200, false}, {4, 256, 512, false},
-                         {5, 7, 13, true},  {7, 300, 128, false}, {13, 130, 257, true}, {64, 128, 256, false},
-                         {33, 512, 1024, false}, {1, 2048, 1024, false}};
-
-OpCase make_case(DType act, DType wt, Shape s, int block) {
+OpCase matmul_case(DType act, DType wt, MatmulShape s, int block) {
   CaseRng r(uint64_t(s.M * 1009 + s.N * 31 + s.K + int(wt)));
   OpCase c;
   c.op = wt == DType::F8E4M3 ? Op::MATMUL_FP8_BLOCK : Op::MATMUL;
@@ -41,11 +35,17 @@ OpCase make_case(DType act, DType wt, Shape s, int block) {
   return c;
 }
 
+namespace {
+using Shape = MatmulShape;
+const Shape kShapes[] = {{1, 13, 7, false}, {2, 64, 96, true}, {3, 100, 200, false}, {4, 256, 512, false},
+                         {5, 7, 13, true},  {7, 300, 128, false}, {13, 130, 257, true}, {64, 128, 256, false},
+                         {33, 512, 1024, false}, {1, 2048, 1024, false}};
+
 std::vector<OpCase> matmul_cases(DType act) {
   std::vector<OpCase> v;
   for (DType wt : {DType::F32, DType::BF16, DType::F16}) {
     if (act != DType::F32 && wt != act) continue;  // GPU GEMMs take matching operand dtypes
-    for (const Shape& s : kShapes) v.push_back(make_case(act, wt, s, 0));
+    for (const Shape& s : kShapes) v.push_back(matmul_case(act, wt, s, 0));
   }
   return v;
 }
@@ -54,13 +54,17 @@ std::vector<OpCase> fp8_cases(DType act) {
   std::vector<OpCase> v;
   for (Shape s : {Shape{1, 256, 384, false}, Shape{5, 300, 200, false}, Shape{13, 128, 256, false},
                   Shape{64, 512, 512, false}, Shape{2, 7168 / 8, 2048, false}}) {
-    v.push_back(make_case(act, DType::F8E4M3, s, 128));
+    v.push_back(matmul_case(act, DType::F8E4M3, s, 128));
   }
-  v.push_back(make_case(act, DType::F8E4M3, Shape{3, 64, 96, false}, 0));
+  v.push_back(matmul_case(act, DType::F8E4M3, Shape{3, 64, 96, false}, 0));
   // Prefill-sized M (the dequantize + BLAS path takes M >= 32), bias, partial edge blocks.
-  v.push_back(make_case(act, DType::F8E4M3, Shape{100, 384, 640, true}, 128));
-  v.push_back(make_case(act, DType::F8E4M3, Shape{40, 200, 300, true}, 0));
-  v.push_back(make_case(act, DType::F8E4M3, Shape{17, 136, 72, true}, 128));
+  v.push_back(matmul_case(act, DType::F8E4M3, Shape{100, 384, 640, true}, 128));
+  v.push_back(matmul_case(act, DType::F8E4M3, Shape{40, 200, 300, true}, 0));
+  v.push_back(matmul_case(act, DType::F8E4M3, Shape{17, 136, 72, true}, 128));
+  // Shapes the W8A8 path (gpu.matmul_fp8_w8a8_lt) takes with bf16/f16 activations: M >= 32, no bias,
+  // N % 16 == 0, K % 512 == 0 (K/128 a multiple of 4); M = 37 exercises its padding of M to 4s.
+  for (Shape s : {Shape{64, 256, 512, false}, Shape{100, 384, 1024, false}, Shape{37, 128, 512, false}})
+    v.push_back(matmul_case(act, DType::F8E4M3, s, 128));
   return v;
 }
 }  // namespace

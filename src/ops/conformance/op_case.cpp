@@ -13,6 +13,10 @@ std::map<Op, CaseGenerator>& generators() {
   static std::map<Op, CaseGenerator> g;
   return g;
 }
+std::map<Op, CaseGenerator>& perf_generators() {
+  static std::map<Op, CaseGenerator> g;
+  return g;
+}
 std::mutex g_mu;
 
 Tensor host_alloc(DType dtype, const std::vector<int64_t>& shape) {
@@ -34,6 +38,18 @@ const CaseGenerator* case_generator(Op op) {
   std::lock_guard<std::mutex> lk(g_mu);
   auto it = generators().find(op);
   return it == generators().end() ? nullptr : &it->second;
+}
+
+void register_perf_case_generator(Op op, CaseGenerator gen) {
+  std::lock_guard<std::mutex> lk(g_mu);
+  perf_generators()[op] = std::move(gen);
+}
+
+const CaseGenerator* perf_case_generator(Op op) {
+  register_builtin_case_generators();
+  std::lock_guard<std::mutex> lk(g_mu);
+  auto it = perf_generators().find(op);
+  return it == perf_generators().end() ? nullptr : &it->second;
 }
 
 uint64_t CaseRng::next() {

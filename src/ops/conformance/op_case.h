@@ -20,6 +20,9 @@ struct OpCase {
   std::vector<Tensor> tensors;  // host tensors, contiguous
   std::vector<int> outputs;     // indices into tensors compared against the reference
   double tol = 1e-5;            // max normalized error ||out - ref|| / ||ref||
+  // The least memory traffic and the arithmetic the op needs (0 = not stated): `ops perf` turns
+  // its timing into GB/s and TFLOP/s, to set against the device's measured limits.
+  double bytes = 0, flops = 0;
   std::function<void(const std::vector<Tensor>& t, const ArgsSink& sink)> invoke;
 };
 
@@ -29,6 +32,11 @@ using CaseGenerator = std::function<std::vector<OpCase>(DType act_dtype)>;
 void register_case_generator(Op op, CaseGenerator gen);
 const CaseGenerator* case_generator(Op op);
 void register_builtin_case_generators();
+
+// Perf cases: model-sized shapes (Qwen3-8B, Qwen3-30B-A3B, DeepSeek-V3 ...) that `ops perf` times
+// instead of the op's largest conformance case. Never compared against the reference.
+void register_perf_case_generator(Op op, CaseGenerator gen);
+const CaseGenerator* perf_case_generator(Op op);
 
 // Seeded random host tensors for case generators.
 class CaseRng {

@@ -1,0 +1,199 @@
+// Perf cases: the shapes the seed models run at (dummy data), for `portllm ops perf`. Each case
+// states the least bytes it must move and the FLOPs it must do, so a timing becomes a fraction of
+// the device's bandwidth or FLOP peak. Geometries: Qwen3-8B (32 q / 8 kv heads of 128, hidden
+// 4096, intermediate 12288, vocab 151936), Qwen3-30B-A3B experts (128 experts, hidden 2048,
+// moe intermediate 768, top 8) and DeepSeek-V3 (hidden 7168, intermediate 18432, fp8 128x128).
+#include <cmath>
+#include <limits>
+
+#include "ops/conformance/cases.h"
+#include "ops/op_args.h"
+#include "ops/op_args_moe.h"
+
+namespace portllm::conformance {
+
+namespace {
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double bytes_of(const Tensor& t) { return t.defined() ? double(t.numel()) * double(dtype_size(t.dtype)) : 0.0; }
+
+// Decode over a KV cache: every K and V row of every context is read once.
+std::vector<OpCase> attn_decode_perf(DType act) {
+  if (act == DType::F32) return {};  // the engine keeps 16-bit caches on GPUs
+  std::vector<OpCase> v;
+  struct S { int B, ctx, bound; };
+  for (S s : {S{1, 4096, 8192}, S{1, 32768, 40960}, S{64, 1024, 2048}, S{256, 1024, 2048}}) {
+    AttnShape sh{std::vector<int>(size_t(s.B), 1), std::vector<int>(size_t(s.B), s.ctx), 32, 8, 128, 16, s.bound};
+    OpCase c = attention_case(act, act, sh, true);
+    const double keys = double(s.B) * s.ctx;
+    c.bytes = keys * 8 * (128 + 128) * dtype_size(act) + 2.0 * s.B * 32 * 128 * dtype_size(act);
+    c.flops = 2.0 * keys * 32 * (128 + 128);
+    c.name += fmt::format(" max_seq_len={}", s.bound);
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+// Causal prefill: a 4k prompt, and a 2k chunk over a 2k cached prefix (chunked prefill).
+std::vector<OpCase> attn_prefill_perf(DType act) {
+  if (act == DType::F32) return {};
+  std::vector<OpCase> v;
+  for (auto [q, ctx] : {std::pair{4096, 4096}, std::pair{2048, 4096}}) {
+    AttnShape sh{{q}, {ctx}, 32, 8, 128, 16};
+    OpCase c = attention_case(act, act, sh, false);
+    // Query i (of q) sees ctx - q + i + 1 keys.
+    const double pairs = double(q) * (ctx - q) + double(q) * (q + 1) / 2;
+    c.flops = 2.0 * pairs * 32 * (128 + 128);
+    c.bytes = double(ctx) * 8 * 256 * dtype_size(act) + 2.0 * q * 32 * 128 * dtype_size(act);
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+void set_gemm_cost(OpCase& c, const MatmulShape& s) {
+  c.flops = 2.0 * s.M * s.N * s.K;
+  c.bytes = 0;
+  for (int i = 1; i < int(c.tensors.size()); ++i) c.bytes += bytes_of(c.tensors[size_t(i)]);
+  c.bytes += bytes_of(c.tensors[0]);  // the output is written once
+}
+
+std::vector<OpCase> matmul_perf(DType act) {
+  if (act == DType::F32) return {};
+  std::vector<OpCase> v;
+  // Qwen3-8B: gate_up at decode batch sizes and a 4k prefill, down, qkv, the LM head at M = 1;
+  // DeepSeek-V3's dense MLP shapes in bf16, the baseline for the fp8 cases below.
+  for (MatmulShape s : {MatmulShape{1, 24576, 4096, false}, MatmulShape{2, 24576, 4096, false},
+                        MatmulShape{4, 24576, 4096, false}, MatmulShape{8, 24576, 4096, false},
+                        MatmulShape{64, 24576, 4096, false}, MatmulShape{256, 24576, 4096, false},
+                        MatmulShape{4096, 24576, 4096, false}, MatmulShape{1, 4096, 12288, false},
+                        MatmulShape{1, 6144, 4096, false}, MatmulShape{1, 151936, 4096, false},
+                        MatmulShape{64, 18432, 7168, false}, MatmulShape{4096, 18432, 7168, false},
+                        MatmulShape{4096, 7168, 18432, false}}) {
+    OpCase c = matmul_case(act, act, s, 0);
+    set_gemm_cost(c, s);
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+std::vector<OpCase> matmul_fp8_perf(DType act) {
+  if (act == DType::F32) return {};
+  std::vector<OpCase> v;
+  for (MatmulShape s : {MatmulShape{1, 18432, 7168, false}, MatmulShape{64, 18432, 7168, false},
+                        MatmulShape{4096, 18432, 7168, false}, MatmulShape{4096, 7168, 18432, false},
+                        MatmulShape{4096, 2048, 7168, false}}) {
+    OpCase c = matmul_case(act, DType::F8E4M3, s, 128);
+    set_gemm_cost(c, s);
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+// Qwen3-30B-A3B expert GEMMs: R routed rows spread over the experts as a router would (top 8 of
+// 128 per token), gate_up (N = 2 x 768, K = 2048) and down (N = 2048, K = 768). Bytes: the
+// weights of the experts that got rows, plus x and out.
+std::vector<OpCase> moe_gemm_perf(DType act) {
+  if (act == DType::F32) return {};
+  std::vector<OpCase> v;
+  const int E = 128, topk = 8;
+  for (int tokens : {1, 64, 512}) {
+    for (auto [N, K] : {std::pair{1536, 2048}, std::pair{2048, 768}}) {
+      CaseRng r(uint64_t(tokens * 31 + N));
+      std::vector<int> count(size_t(E), 0);
+      for (int t = 0; t < tokens; ++t) {
+        std::vector<bool> taken(size_t(E), false);
+        for (int j = 0; j < topk; ++j) {
+          int e;
+          do e = int(r.integer(0, E - 1)); while (taken[size_t(e)]);
+          taken[size_t(e)] = true;
+          ++count[size_t(e)];
+        }
+      }
+      std::vector<int32_t> off{0};
+      int used = 0;
+      for (int e = 0; e < E; ++e) {
+        off.push_back(off.back() + count[size_t(e)]);
+        used += count[size_t(e)] > 0;
+      }
+      const int R = off.back();
+      OpCase c;
+      c.op = Op::MOE_GEMM;
+      c.name = fmt::format("tokens={} R={} experts used={}/{} N={} K={} w={}", tokens, R, used, E, N, K, dtype_name(act));
+      const double ws = 1.0 / std::sqrt(double(K));
+      c.tensors = {CaseRng::filled(act, {R, N}, kNaN), r.tensor(act, {R, K}), r.tensor(act, {E, N, K}, -ws, ws),
+                   Tensor(), r.ints(off, {E + 1})};
+      c.outputs = {0};
+      c.bytes = double(used) * N * K * dtype_size(act) + double(R) * (N + K) * dtype_size(act);
+      c.flops = 2.0 * R * N * K;
+      c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        MoeGemmArgs a;
+        a.out = t[0];
+        a.x = t[1];
+        a.w = t[2];
+        a.w_scale = t[3];
+        a.expert_offsets = t[4];
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
+  return v;
+}
+
+// The small per-layer kernels of a decode step (one token, or 256): their time is mostly launch
+// and tail latency, which is what decode graphs and fusion are after.
+std::vector<OpCase> add_rms_norm_perf(DType act) {
+  std::vector<OpCase> v;
+  for (int R : {1, 256}) {
+    CaseRng r(uint64_t(R) + 11);
+    OpCase c;
+    c.op = Op::ADD_RMS_NORM;
+    c.name = fmt::format("R={} D=4096", R);
+    c.tensors = {r.tensor(act, {R, 4096}), CaseRng::filled(act, {R, 4096}, kNaN), r.tensor(act, {R, 4096}),
+                 r.tensor(act, {4096})};
+    c.outputs = {0, 1};
+    c.bytes = 4.0 * R * 4096 * dtype_size(act);
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      AddRmsNormArgs a;
+      a.residual = t[0];
+      a.out = t[1];
+      a.x = t[2];
+      a.weight = t[3];
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+std::vector<OpCase> silu_mul_perf(DType act) {
+  std::vector<OpCase> v;
+  for (int T : {1, 256}) {
+    CaseRng r(uint64_t(T + 7));
+    OpCase c;
+    c.op = Op::SILU_MUL;
+    c.name = fmt::format("T={} I=12288", T);
+    c.tensors = {CaseRng::filled(act, {T, 12288}, kNaN), r.tensor(act, {T, 12288}), r.tensor(act, {T, 12288})};
+    c.outputs = {0};
+    c.bytes = 3.0 * T * 12288 * dtype_size(act);
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      SiluMulArgs a{t[0], t[1], t[2]};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+}  // namespace
+
+void register_perf_cases() {
+  register_perf_case_generator(Op::ATTN_DECODE, attn_decode_perf);
+  register_perf_case_generator(Op::ATTN_PREFILL, attn_prefill_perf);
+  register_perf_case_generator(Op::MATMUL, matmul_perf);
+  register_perf_case_generator(Op::MATMUL_FP8_BLOCK, matmul_fp8_perf);
+  register_perf_case_generator(Op::MOE_GEMM, moe_gemm_perf);
+  register_perf_case_generator(Op::ADD_RMS_NORM, add_rms_norm_perf);
+  register_perf_case_generator(Op::SILU_MUL, silu_mul_perf);
+}
+
+}  // namespace portllm::conformance
