@@ -37,6 +37,10 @@ struct GroupedGemmParams {
 // Launches on s; x_t is f32/bf16/f16; out_t equals x_t, or is f32 for fp8 weights.
 void launch_grouped_gemm(const GroupedGemmParams& p, Stream& s);
 
+// The decode-sized sibling (moe_gemv.cu): a grouped GEMV that streams each group's weights once
+// per tile of at most 8 rows. Correct for any size; it pays while rows per group are few.
+void launch_grouped_gemv(const GroupedGemmParams& p, Stream& s);
+
 // MOE_GEMM's arguments as grouped-GEMM parameters (checks the shapes; W [E, N, K] contiguous rows).
 GroupedGemmParams moe_gemm_params(const MoeGemmArgs& a);
 
@@ -50,6 +54,8 @@ inline int64_t grouped_tile_bound(int64_t rows, int64_t num_experts, int bm) {
 
 // The tensor-core (wmma) sibling of MOE_GEMM on NVIDIA (moe_gemm_wmma.cu); a no-op on MUSA.
 void register_moe_gemm_wmma_kernels();
+// MOE_GEMM's decode kernel (moe_gemv.cu).
+void register_moe_gemv_kernels();
 
 // dst[n, k] (dtype dst_t, row stride dst_ld) = fp8 W[n, k] * scale[(n / block_n) * s_s0 + (k / block_k) * s_s1].
 void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, int64_t w_ld, const float* scale,

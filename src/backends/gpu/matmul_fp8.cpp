@@ -1,5 +1,7 @@
-// MATMUL_FP8_BLOCK: out[M,N] = x[M,K] @ (W_fp8[N,K] * scale)^T (+ bias), f32 accumulation. Two
-// dequantizing paths, both portable (no fp8 units needed; caps.fp8 is not required):
+// MATMUL_FP8_BLOCK: out[M,N] = x[M,K] @ (W_fp8[N,K] * scale)^T (+ bias), f32 accumulation.
+// Dequantizing paths, all portable (no fp8 units needed; caps.fp8 is not required):
+//  * gpu.matmul_fp8_gemv (M < 32): the grouped GEMV of moe_gemv.cu as one group; W streams once
+//    per 8 rows with 16-byte loads (decode sizes).
 //  * gpu.matmul_fp8_tiled: the tiled GEMM of moe_gemm.cu as one group; W tiles are decoded and
 //    scaled while loaded, so W is read once per row tile as 1-byte elements (GEMV / decode sizes).
 //  * gpu.matmul_fp8_dequant_blas (M >= 32): W dequantized into scratch in the activation dtype,
@@ -68,12 +70,10 @@ const float* bias_f32(const MatmulArgs& a, Stream& s, std::shared_ptr<void>& kee
   return static_cast<const float*>(keep.get());
 }
 
-void matmul_fp8_tiled(const MatmulArgs& a, Stream& s) {
-  check_shapes(a);
+// The op as one group of the grouped GEMM / GEMV (bias converted to f32 into bias_keep).
+GroupedGemmParams fp8_params(const MatmulArgs& a, Stream& s, std::shared_ptr<void>& bias_keep) {
   const int64_t M = a.x.size(0), N = a.w.size(0), K = a.w.size(1);
-  if (M == 0 || N == 0) return;
   const ScaleLayout sl = scale_layout(a, N, K);
-  std::shared_ptr<void> bias_keep;
   GroupedGemmParams p;
   p.out = a.out.data;
   p.out_t = a.out.dtype;
@@ -93,7 +93,21 @@ void matmul_fp8_tiled(const MatmulArgs& a, Stream& s) {
   p.rows = M;
   p.N = N;
   p.K = K;
-  launch_grouped_gemm(p, s);
+  return p;
+}
+
+void matmul_fp8_tiled(const MatmulArgs& a, Stream& s) {
+  check_shapes(a);
+  if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
+  std::shared_ptr<void> bias_keep;
+  launch_grouped_gemm(fp8_params(a, s, bias_keep), s);
+}
+
+void matmul_fp8_gemv(const MatmulArgs& a, Stream& s) {
+  check_shapes(a);
+  if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
+  std::shared_ptr<void> bias_keep;
+  launch_grouped_gemv(fp8_params(a, s, bias_keep), s);
 }
 
 void matmul_fp8_dequant_blas(const MatmulArgs& a, Stream& s) {
@@ -127,6 +141,13 @@ bool tiled_supports(const OpDesc& d, const DeviceCaps&) {
   return fp8_operands(d) && d.dim[1] < (int64_t(1) << 31) && d.dim[2] < (int64_t(1) << 31);
 }
 
+// Below the BLAS path's rows: the GEMV reads W once per 8 rows (the repeats of neighbouring row
+// tiles come from L2), which beats the tiled kernel's scalar loads at these sizes.
+bool gemv_supports(const OpDesc& d, const DeviceCaps& c) {
+  // N: the GEMV's grid has at most 65535 slices of >= 4 columns (fp8 slices on 128-wide warps).
+  return tiled_supports(d, c) && d.dim[0] < kBlasMinRows && d.dim[1] <= 65535 * 4;
+}
+
 bool blas_supports(const OpDesc& d, const DeviceCaps& c) {
   if (!fp8_operands(d) || d.dim[0] < kBlasMinRows) return false;
   if (d.dtype[0] == DType::BF16 && !c.bf16_blas) return false;
@@ -137,6 +158,7 @@ bool blas_supports(const OpDesc& d, const DeviceCaps& c) {
 void register_matmul_fp8_kernels() {
   register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, "gpu.matmul_fp8_dequant_blas", 20, blas_supports,
                               matmul_fp8_dequant_blas);
+  register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, "gpu.matmul_fp8_gemv", 25, gemv_supports, matmul_fp8_gemv);
   register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, "gpu.matmul_fp8_tiled", 10, tiled_supports,
                               matmul_fp8_tiled);
 }

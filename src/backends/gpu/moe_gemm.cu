@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "backends/gpu/block_scan.cuh"
 #include "backends/gpu/fp8.cuh"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/grouped_gemm.h"
@@ -41,19 +40,7 @@ __device__ __forceinline__ float ldw(const uint8_t* p, int64_t i) { return fp8e4
 __global__ void tile_start_kernel(const int32_t* off, int E, int bm, int32_t* ts) {
   __shared__ int sm[1024];
   if (threadIdx.x == 0) ts[0] = 0;
-  int carry = 0;
-  for (int base = 0; base < E; base += blockDim.x) {
-    const int e = base + int(threadIdx.x);
-    int v = 0;
-    if (e < E) {
-      const int c = off[e + 1] - off[e];
-      v = c > 0 ? (c + bm - 1) / bm : 0;
-    }
-    int total = 0;
-    const int incl = block_scan_incl(v, sm, total);
-    if (e < E) ts[e + 1] = carry + incl;
-    carry += total;
-  }
+  scan_expert_tiles(off, E, bm, sm, [&](int e, int, int end) { ts[e + 1] = end; });
 }
 
 template <class TX, class TW, class TO, int BM, int BN, int TM, int TN>
@@ -283,6 +270,7 @@ void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, i
 void register_moe_gemm_kernels() {
   register_kernel<MoeGemmArgs>(Op::MOE_GEMM, kKind, "gpu.moe_gemm_tiled", 10, moe_gemm_supports, moe_gemm);
   register_moe_gemm_wmma_kernels();
+  register_moe_gemv_kernels();
 }
 
 }  // namespace portllm::gpu

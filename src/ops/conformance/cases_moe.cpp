@@ -1,7 +1,8 @@
 // MoE op cases: routers over 8..256 experts with top-k 1..8 and 1..512 tokens (softmax;
 // grouped softmax / biased sigmoid with 1..8 groups), permutation with dense and aligned
-// segments, grouped GEMMs with empty experts, odd sizes and fp8 block / per-tensor scales, and
-// the weighted combine with and without shared-expert input. Sizes stay small enough that the
+// segments, grouped GEMMs with empty experts, odd sizes and fp8 block / per-tensor scales
+// (prefill-sized, and decode-sized: 1..64 rows, the GPU's grouped GEMV), and the weighted
+// combine with and without shared-expert input. Sizes stay small enough that the
 // scalar reference runs the whole sweep in seconds.
 #include <algorithm>
 #include <cmath>
@@ -118,12 +119,49 @@ std::vector<OpCase> permute_cases(DType act) {
   return v;
 }
 
-// block 0 = per-tensor (fp8); tail = rows past expert_offsets[E] (never written, stay NaN).
-struct GemmShape { int E, R, N, K; DType wt; int block; int tail = 0; };
+// block 0 = per-tensor (fp8); tail = rows past expert_offsets[E] (never written, stay NaN);
+// wmax = range of the fp8 weights (a small one makes many zero / subnormal e4m3 bytes).
+struct GemmShape { int E, R, N, K; DType wt; int block; int tail = 0; double wmax = 448; };
+
+const DType F8 = DType::F8E4M3, BF = DType::BF16, HF = DType::F16, FP = DType::F32;
+
+// Decode sizes (R <= 64 rows, a few per expert): the GPU's grouped GEMV (moe_gemv.cu) takes these.
+// Its branches: tile heights 1/2/4/8 (R = 1, 2, 3-4, >= 5), the 16-byte path (aligned rows,
+// K % V == 0 with V = 8 bf16/f16, 4 f32, 16 fp8, fp8 block_k % 16 == 0) and the element-wise one
+// (other K), N-slices of 32 columns (fp8 16) with idle warps and missing rows, x staged in
+// several K chunks (K > 8192 / rows in a tile), experts split into several tiles (> 8 rows),
+// fp8 words with zero / subnormal bytes (the exact decoder), block scales changing inside a warp's
+// sweep (block 48), tails of unused rows, R above the GEMV's limit (falls back).
+const GemmShape kDecodeShapes[] = {
+    {128, 8, 96, 128, BF, 0},        // Qwen3-MoE at batch 1 in miniature: 8 rows, 128 experts
+    {128, 1, 64, 256, BF, 0},        // one row
+    {64, 2, 42, 24, HF, 0},          // two rows; N = 42: a slice with one warp's rows cut short
+    {16, 3, 13, 7, BF, 0},           // K % 8 != 0: element-wise path
+    {32, 4, 50, 100, HF, 0},         // K % 8 != 0, four rows
+    {128, 8, 96, 128, HF, 0},        // the same in f16
+    {256, 64, 72, 64, BF, 0, 5},     // 59 rows over 192 experts, 5 unused rows
+    {4, 40, 24, 40, BF, 0},          // ~10 rows per expert: several 8-row tiles per expert
+    {6, 30, 40, 2600, BF, 0},        // 8-row tiles stage x in 3 chunks of K
+    {8, 5, 16, 8200, HF, 0},         // 1-row tiles stage x in 2 chunks (8192 + 8)
+    {32, 12, 33, 36, FP, 0},         // f32 weights (V = 4)
+    {32, 12, 33, 37, FP, 0},         // f32, element-wise
+    {20, 23, 70, 136, BF, 0, 2},     // K % 16 != 0 but % 8 == 0: vectors for bf16
+    {128, 8, 256, 384, F8, 128},     // DeepSeek-style fp8 128x128 blocks, 8 rows
+    {64, 16, 200, 256, F8, 128},     // partial scale blocks along N
+    {8, 6, 136, 200, F8, 128},       // K % 16 != 0: element-wise fp8
+    {16, 4, 64, 96, F8, 0},          // per-tensor scale, vectors
+    {16, 7, 30, 50, F8, 0},          // per-tensor scale, element-wise
+    {8, 9, 100, 160, F8, 48},        // 48x48 blocks: the scale changes inside a lane's sweep
+    {32, 10, 64, 128, F8, 128, 0, 0.05},  // many zero / subnormal e4m3 bytes
+    {4, 24, 48, 2912, F8, 128, 3},   // fp8, x in chunks (3-row tiles: edges inside scale blocks); tail
+    {256, 1, 128, 256, F8, 128},     // fp8, one row
+    {2, 62, 40, 64, F8, 128},        // ~31 rows per expert: 4-row fp8 tiles, many per expert
+    {64, 64, 128, 128, BF, 0},       // the last R the GEMV takes with few experts
+    {8, 65, 32, 64, BF, 0},          // R = 65 > 64 and > 4 rows per expert: falls back
+};
 
 std::vector<OpCase> gemm_cases(DType act) {
   std::vector<OpCase> v;
-  const DType F8 = DType::F8E4M3;
   std::vector<GemmShape> shapes = {{8, 20, 48, 64, DType::F32, 0},   {8, 20, 48, 64, DType::BF16, 0},
                                    {64, 40, 32, 24, DType::BF16, 0}, {256, 300, 16, 32, DType::BF16, 0},
                                    {4, 64, 96, 128, DType::F16, 0},  {3, 3, 13, 7, DType::BF16, 0},
@@ -132,6 +170,7 @@ std::vector<OpCase> gemm_cases(DType act) {
                                    // many rows per expert (64-row tiles), a tail of unused rows
                                    {8, 700, 96, 160, DType::BF16, 0, 5}, {4, 300, 256, 256, F8, 128, 0},
                                    {2, 200, 72, 40, DType::F32, 0, 3},   {6, 33, 136, 200, F8, 128, 7}};
+  shapes.insert(shapes.end(), std::begin(kDecodeShapes), std::end(kDecodeShapes));
   for (const GemmShape& s : shapes) {
     if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
     CaseRng r(uint64_t(s.E * 31 + s.R * 7 + s.N + s.K + int(s.wt)));
@@ -145,12 +184,14 @@ std::vector<OpCase> gemm_cases(DType act) {
     const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
     OpCase c;
     c.op = Op::MOE_GEMM;
-    c.name = fmt::format("E={} R={} N={} K={} w={}{}{}", s.E, s.R, s.N, s.K, dtype_name(s.wt),
-                         fp8 ? (s.block ? " block128" : " per-tensor") : "",
-                         s.tail ? fmt::format(" tail={}", s.tail) : std::string());
+    c.name = fmt::format("E={} R={} N={} K={} w={}{}{}{}", s.E, s.R, s.N, s.K, dtype_name(s.wt),
+                         fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "",
+                         s.tail ? fmt::format(" tail={}", s.tail) : std::string(),
+                         fp8 && s.wmax != 448 ? fmt::format(" wmax={}", s.wmax) : std::string());
     c.tensors = {CaseRng::filled(act, {s.R, s.N}, kNaN), r.tensor(act, {s.R, s.K}),
-                 fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -448, 448) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
-                 fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / 448, 1.5 * wscale / 448)
+                 fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -s.wmax, s.wmax) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
+                 fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / s.wmax,
+                                1.5 * wscale / s.wmax)
                      : Tensor(),
                  r.ints(off, {s.E + 1})};
     c.outputs = {0};

@@ -1,0 +1,386 @@
+// MOE_GEMM for decode-sized batches: a grouped GEMV that streams each expert's weights once.
+//
+// At decode a MoE GEMM gets R = tokens * top_k rows, a few per expert, so the tiled kernels'
+// 16- or 64-row tiles (moe_gemm.cu, moe_gemm_wmma.cu) are mostly empty and the op is a read of
+// every active expert's W [N, K]: bandwidth-bound. This is gemv.cu generalized to groups. A block
+// owns one row tile of one expert (BM <= 8 rows, fp8 4) and an N-slice of kSlice output columns:
+//  * its x rows are staged in shared memory as f32, a K-chunk at a time when they do not fit, in
+//    a layout that makes each lane's x reads conflict-free 16-byte loads (x_slot);
+//  * each warp streams kRowsW rows of the expert's W, lanes reading 16-byte vectors at
+//    k = V l + V kWarpSize i, kUnroll vectors per row in flight, and applies every weight to all
+//    the tile's rows (acc[m][r] in registers); one warp reduction per output at the end.
+// Weights: f32/bf16/f16, or f8_e4m3 decoded and block-scaled as they stream. The 16-byte path
+// needs 16-byte aligned weight rows, K a multiple of the vector width V and (fp8) block_k a
+// multiple of 16; other shapes take the element-wise path of the same kernel (coalesced scalar
+// loads: correct, not fast).
+//
+// The expert segments stay on the device, so the op is capturable in a graph: the grid is an
+// upper bound of row tiles from host-known sizes (grouped_tile_bound) and each block finds its
+// tile by a block-wide scan of the offsets (grouped_tile_scan); blocks past the real tiles exit.
+// Tiles of one expert are neighbours in blockIdx.x, so an expert with more than BM rows has its
+// weights re-read mostly from L2.
+//
+// No lane ever leaves a loop that a shuffle or barrier follows at a different iteration than its
+// warp (block): loop bounds are warp- or block-uniform and per-lane bounds are predicates; the
+// only shuffles are the final warp_sum calls, reached by every lane of an active warp.
+// Portable CUDA C++: no PTX, any kWarpSize (MUSA MP21/22 run 128-wide warps).
+#include <algorithm>
+#include <type_traits>
+
+#include "backends/gpu/fp8.cuh"
+#include "backends/gpu/grouped_gemm.h"
+#include "backends/gpu/grouped_tile.cuh"
+#include "backends/gpu/kernel_common.cuh"
+#include "ops/op_args_moe.h"
+#include "ops/registry.h"
+
+namespace portllm::gpu {
+
+namespace {
+constexpr auto kKind = kGpuKind;
+constexpr const char* kName = "gpu.moe_gemm_gemv";
+constexpr int kPriority = 30;  // above gpu.moe_gemm_wmma (20) and gpu.moe_gemm_tiled (10)
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / kWarpSize;
+// W rows (output columns) per warp, which share each x read, and the blocks per SM the registers
+// are sized for. fp8 decoding is ALU-bound: 2 rows per warp at 3 blocks per SM (80 registers) ran
+// DeepSeek-V3's 18432 x 7168 fp8 GEMV at M = 1 in 75 us on the H200, 4 rows at 2 blocks in 86 us.
+// bf16 keeps 4 rows (x reads shared by 4; 9.5 vs 11.1 us for Qwen3-30B-A3B's down projection).
+template <class TW> constexpr int kRowsOf = std::is_same_v<TW, uint8_t> ? 2 : 4;
+template <class TW> constexpr int kMinBlocksOf = std::is_same_v<TW, uint8_t> ? 3 : 2;
+template <class TW> constexpr int kSliceOf = kWarps * kRowsOf<TW>;  // output columns per block
+constexpr int kXFloats = 8192;           // the staged x chunk: 32 KB (fits MUSA's 48 KB too)
+// MOE_GEMM takes this kernel while rows per expert are few: R <= 64 rows, or on average at most 4
+// per expert (R <= 4 E; Qwen3-30B-A3B up to batch 64: R = 512 over 128 experts ran in 360 + 265 us
+// here against 703 + 380 us for gpu.moe_gemm_wmma). At 32 rows per expert the two were even; the
+// per-row f32 FMAs then cost as much as the weight stream and tensor cores are the better tool.
+constexpr int64_t kMaxRows = 64, kMaxRowsPerExpert = 4;
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// Four e4m3 bytes (byte i = value i) as 256 x their value, bit-exact (fp8.cuh). Kept out of line:
+// it is the rare path of fp8x4_times256, and inlined into every decode it would multiply the
+// streaming loop's code size.
+__device__ __noinline__ float4 fp8x4_times256_exact(uint32_t w) {
+  return make_float4(fp8e4m3_to_f32(uint8_t(w)) * 256.f, fp8e4m3_to_f32(uint8_t(w >> 8)) * 256.f,
+                     fp8e4m3_to_f32(uint8_t(w >> 16)) * 256.f, fp8e4m3_to_f32(uint8_t(w >> 24)) * 256.f);
+}
+
+// Four e4m3 bytes as 256 x their value, exactly. A normal e4m3 (exponent field E > 0) is the f32
+// with exponent field 128 + E and the same 3 mantissa bits, i.e. 2^8 times its value: per byte
+// one shift to the top, an arithmetic shift that lands sign, E and mantissa, and one mask-or. No
+// f32 subnormal is formed, so flush-to-zero builds stay exact. A word holding a zero or
+// subnormal (E == 0) or a NaN (0x7f / 0xff) takes the bit-exact decoder (rare in real weights).
+// The kernel multiplies its sums by 2^-8 (exact) at the end.
+__device__ __forceinline__ void fp8x4_times256(uint32_t w, float* f) {
+  const uint32_t e_zero = (w & 0x78787878u) - 0x01010101u;  // bit 7 of a byte set <=> some E == 0
+  const uint32_t nan = (w & 0x7f7f7f7fu) + 0x01010101u;     // bit 7 of a byte set <=> it is a NaN
+  if ((e_zero | nan) & 0x80808080u) {
+    const float4 v = fp8x4_times256_exact(w);
+    f[0] = v.x;
+    f[1] = v.y;
+    f[2] = v.z;
+    f[3] = v.w;
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int32_t top = int32_t(w << (24 - 8 * i));  // byte i in bits 31..24
+    f[i] = __uint_as_float((uint32_t(top >> 4) & 0x87f00000u) | 0x40000000u);
+  }
+}
+
+// How the weights of one load become floats. The 16-byte path: a uint4 of V values, taken 4 at a
+// time (group g = values 4g..4g+3, the x of one float4). fp8 values come out times 256.
+template <class TW> struct WVec;
+template <> struct WVec<gpu_bf16> {
+  static constexpr int V = 8;
+  static __device__ __forceinline__ void group(const uint4& v, int g, float* f) {
+    const uint32_t a = word(v, 2 * g), b = word(v, 2 * g + 1);
+    f[0] = __uint_as_float(a << 16);
+    f[1] = __uint_as_float(a & 0xffff0000u);
+    f[2] = __uint_as_float(b << 16);
+    f[3] = __uint_as_float(b & 0xffff0000u);
+  }
+};
+template <> struct WVec<gpu_half> {
+  static constexpr int V = 8;
+  static __device__ __forceinline__ void group(const uint4& v, int g, float* f) {
+    const gpu_half* h = reinterpret_cast<const gpu_half*>(&v) + 4 * g;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) f[i] = gpu_half_to_f32(h[i]);
+  }
+};
+template <> struct WVec<float> {
+  static constexpr int V = 4;
+  static __device__ __forceinline__ void group(const uint4& v, int, float* f) {
+    f[0] = __uint_as_float(v.x);
+    f[1] = __uint_as_float(v.y);
+    f[2] = __uint_as_float(v.z);
+    f[3] = __uint_as_float(v.w);
+  }
+};
+template <> struct WVec<uint8_t> {
+  static constexpr int V = 16;
+  static __device__ __forceinline__ void group(const uint4& v, int g, float* f) { fp8x4_times256(word(v, g), f); }
+};
+
+// One weight of the element-wise path, on the same scale as WVec (fp8 times 256).
+__device__ __forceinline__ float wval(float v) { return v; }
+__device__ __forceinline__ float wval(gpu_bf16 v) { return gpu_bf16_to_f32(v); }
+__device__ __forceinline__ float wval(gpu_half v) { return gpu_half_to_f32(v); }
+__device__ __forceinline__ float wval(uint8_t v) { return fp8e4m3_to_f32(v) * 256.f; }
+
+// Where x element kk of a staged row lives (row stride kc_stride floats, a multiple of 16). With
+// XV = 8 or 16 (bf16/f16 or fp8 vectors) a lane's XV values are split into XV / 4 float4 groups,
+// group g of every lane in its own contiguous run: lanes read consecutive float4s (no bank
+// conflicts) instead of float4s XV floats apart. XV = 4 is the plain layout.
+template <int XV>
+__device__ __forceinline__ int x_slot(int kk, int kc_stride) {
+  constexpr int G = XV / 4;
+  if constexpr (G == 1) {
+    return kk;
+  } else {
+    const int q = kk % XV;
+    return (q / 4) * (kc_stride / G) + 4 * (kk / XV) + q % 4;
+  }
+}
+
+template <class TX, class TW, class TO, int BM, bool kVec>
+__global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kernel(GroupedGemmParams p) {
+  constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
+  constexpr int kRowsW = kRowsOf<TW>, kSlice = kSliceOf<TW>;
+  constexpr int V = kVec ? WVec<TW>::V : 1;  // weights per load
+  constexpr int XV = kVec ? V : 4;          // x layout (x_slot)
+  constexpr int G = XV / 4;                 // float4 groups per load (vector path)
+  constexpr int kUnroll = kVec ? 2 : 4;     // loads per row in flight
+  constexpr int kStep = kWarpSize * V;      // K covered by one warp-wide load of a row
+  constexpr int kIter = kStep * kUnroll;    // K covered per loop iteration
+  using Raw = std::conditional_t<kVec, uint4, TW>;
+
+  __shared__ __align__(16) float xs[kXFloats];
+  __shared__ int scan_sm[kThreads + 2];
+
+  int e;
+  int64_t row0, row_end;
+  if (!grouped_tile_scan<BM>(p, scan_sm, e, row0, row_end)) return;  // whole block
+  const int rows = int(row_end - row0);
+  if (rows <= 0) return;  // whole block (offsets past p.rows)
+
+  const int tid = int(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int64_t N = p.N, K = p.K;
+  const int64_t n0 = int64_t(blockIdx.y) * kSlice + int64_t(warp) * kRowsW;
+  const bool active = n0 < N;  // warp-uniform: a warp past N only helps stage x
+  // Row r of the warp is W row n0 + r of expert e; rows past N are never loaded (rv).
+  const TW* w0 = static_cast<const TW*>(p.w) + int64_t(e) * p.w_es + (active ? n0 : 0) * p.w_ld;
+  const float* s_e = kFp8 ? p.scale + int64_t(e) * p.s_es : nullptr;
+  int soff[kRowsW];  // fp8: offset of each row's scale row in s_e (the scale tensor is small)
+  bool rv[kRowsW];   // W row exists (n < N)
+#pragma unroll
+  for (int r = 0; r < kRowsW; ++r) {
+    rv[r] = n0 + r < N;
+    soff[r] = kFp8 && rv[r] ? int(((n0 + r) / p.block_n) * p.s_s0) : 0;
+  }
+
+  float acc[BM][kRowsW];
+#pragma unroll
+  for (int m = 0; m < BM; ++m)
+#pragma unroll
+    for (int r = 0; r < kRowsW; ++r) acc[m][r] = 0.f;
+
+  // K per staged chunk: as much as the rows leave room for, a multiple of 16 (x_slot, V).
+  const int kc_stride = (kXFloats / rows) & ~15;
+  const TX* x = static_cast<const TX*>(p.x);
+  Raw raw[kUnroll][kRowsW];
+  float sc[kUnroll][kRowsW];  // fp8: block scale of each load (the compiler drops it otherwise)
+
+  for (int64_t c0 = 0; c0 < K; c0 += kc_stride) {  // block-uniform
+    const int kc = int(std::min<int64_t>(kc_stride, K - c0));
+
+    // Loads of one iteration (chunk-relative base): predicated per lane, zeros outside.
+    auto load = [&](int base) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int kk = base + u * kStep + lane * V;
+        const bool ok = kk < kc;
+        const int64_t k = c0 + kk;
+        int64_t sk = 0;
+        if constexpr (kFp8) sk = ok ? int64_t(int(k) / p.block_k) * p.s_s1 : 0;  // K < 2^31 (supports)
+#pragma unroll
+        for (int r = 0; r < kRowsW; ++r) {
+          const bool in = ok && rv[r];
+          const TW* src = w0 + r * p.w_ld + k;
+          if constexpr (kVec) raw[u][r] = in ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+          else raw[u][r] = in ? *src : Raw{};
+          if constexpr (kFp8) sc[u][r] = in ? s_e[soff[r] + sk] : 0.f;
+        }
+      }
+    };
+    // The FMAs of one iteration against the staged x.
+    auto compute = [&](int base) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int kk = base + u * kStep + lane * V;
+        if (kk >= kc) continue;
+        if constexpr (kVec) {
+          const int j = kk / V;
+#pragma unroll
+          for (int g = 0; g < G; ++g) {
+            float wf[kRowsW][4];
+#pragma unroll
+            for (int r = 0; r < kRowsW; ++r) {
+              WVec<TW>::group(raw[u][r], g, wf[r]);
+              if constexpr (kFp8)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) wf[r][i] *= sc[u][r];
+            }
+            const float* xg = xs + g * (kc_stride / G) + 4 * j;
+#pragma unroll
+            for (int m = 0; m < BM; ++m) {
+              if (m >= rows) break;
+              const float4 xv = *reinterpret_cast<const float4*>(xg + m * kc_stride);
+#pragma unroll
+              for (int r = 0; r < kRowsW; ++r) {
+                float a = acc[m][r];
+                a = fmaf(wf[r][0], xv.x, a);
+                a = fmaf(wf[r][1], xv.y, a);
+                a = fmaf(wf[r][2], xv.z, a);
+                acc[m][r] = fmaf(wf[r][3], xv.w, a);
+              }
+            }
+          }
+        } else {
+          float wf[kRowsW];
+#pragma unroll
+          for (int r = 0; r < kRowsW; ++r) {
+            wf[r] = wval(raw[u][r]);
+            if constexpr (kFp8) wf[r] *= sc[u][r];
+          }
+#pragma unroll
+          for (int m = 0; m < BM; ++m) {
+            if (m >= rows) break;
+            const float xv = xs[m * kc_stride + kk];
+#pragma unroll
+            for (int r = 0; r < kRowsW; ++r) acc[m][r] = fmaf(wf[r], xv, acc[m][r]);
+          }
+        }
+      }
+    };
+
+    if (active) load(0);  // the first weights are in flight while x is staged
+    __syncthreads();      // every warp is done with the previous chunk's x
+    for (int m = 0; m < rows; ++m) {
+      const TX* xr = x + (row0 + m) * p.x_ld + c0;
+      float* xm = xs + m * kc_stride;
+      for (int kk = tid; kk < kc; kk += kThreads) xm[x_slot<XV>(kk, kc_stride)] = ld(xr, kk);
+    }
+    __syncthreads();
+    if (active) {
+      for (int base = 0; base < kc; base += kIter) {  // warp-uniform trip count
+        compute(base);
+        if (base + kIter < kc) load(base + kIter);
+      }
+    }
+  }
+
+  if (!active) return;  // warp-uniform, after the last barrier
+  constexpr float kOutScale = kFp8 ? 1.f / 256.f : 1.f;  // fp8 weights were decoded times 256
+  TO* out = static_cast<TO*>(p.out);
+#pragma unroll
+  for (int m = 0; m < BM; ++m) {
+    if (m >= rows) break;  // block-uniform
+#pragma unroll
+    for (int r = 0; r < kRowsW; ++r) {
+      const float v = warp_sum(acc[m][r]);  // every lane of the warp gets the sum
+      const int64_t n = n0 + r;
+      if (rv[r] && lane == (m * kRowsW + r) % kWarpSize)
+        out[(row0 + m) * p.out_ld + n] = cvt<TO>(v * kOutScale + (p.bias ? p.bias[n] : 0.f));
+    }
+  }
+}
+
+template <class TX, class TW, class TO, int BM>
+void launch_bm(const GroupedGemmParams& p, bool vec, gpuStream_t st) {
+  const int64_t tiles = p.expert_offsets ? grouped_tile_bound(p.rows, p.num_experts, BM) : (p.rows + BM - 1) / BM;
+  const int64_t slices = (p.N + kSliceOf<TW> - 1) / kSliceOf<TW>;
+  if (tiles <= 0 || slices <= 0) return;
+  if (tiles > 0x7fffffff || slices > 65535) fail("grouped gemv: problem too large for the grid");
+  const dim3 grid{unsigned(tiles), unsigned(slices)};
+  if (vec) grouped_gemv_kernel<TX, TW, TO, BM, true><<<grid, kThreads, 0, st>>>(p);
+  else grouped_gemv_kernel<TX, TW, TO, BM, false><<<grid, kThreads, 0, st>>>(p);
+  check_launch("grouped_gemv");
+}
+
+template <class TX, class TW, class TO>
+void launch_typed(const GroupedGemmParams& p, gpuStream_t st) {
+  constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
+  constexpr int64_t ws = int64_t(sizeof(TW)), V = WVec<TW>::V;
+  const bool vec = aligned16(p.w) && (p.w_ld * ws) % 16 == 0 && (p.w_es * ws) % 16 == 0 && p.K % V == 0 &&
+                   (!kFp8 || p.block_k % 16 == 0);
+  // Tile height: up to 8 rows (fp8: 4, to stay within the 80 registers of 3 blocks per SM; at
+  // decode an expert rarely has more rows, and the extra tiles read W from L2).
+  if (p.rows <= 1) launch_bm<TX, TW, TO, 1>(p, vec, st);
+  else if (p.rows <= 2) launch_bm<TX, TW, TO, 2>(p, vec, st);
+  else if (kFp8 || p.rows <= 4) launch_bm<TX, TW, TO, 4>(p, vec, st);
+  else if constexpr (!kFp8) launch_bm<TX, TW, TO, 8>(p, vec, st);
+}
+
+template <class Fn>
+void dispatch_weight(DType t, Fn&& fn) {
+  if (t == DType::F8E4M3) fn(Tag<uint8_t>{});
+  else dispatch_float(t, fn);
+}
+
+// The kernel MOE_GEMM falls back to when rows per expert are many: the best other one that
+// supports the op on this device.
+const KernelInfo* fallback(const MoeGemmArgs& a, Stream& s) {
+  const OpDesc d = a.desc();
+  for (const KernelInfo* k : KernelRegistry::instance().kernels(Op::MOE_GEMM, kKind))
+    if (k->name != kName && k->priority < kPriority && (!k->supports || k->supports(d, caps_of(s)))) return k;
+  fail("moe_gemm_gemv: no kernel to fall back to for many rows per expert");
+}
+
+void moe_gemv(const MoeGemmArgs& a, Stream& s) {
+  const int64_t R = a.x.size(0), E = a.w.size(0);
+  if (R == 0 || E == 0 || a.w.size(1) == 0) return;
+  if (R > kMaxRows && R > kMaxRowsPerExpert * E) return fallback(a, s)->run(&a, s);
+  launch_grouped_gemv(moe_gemm_params(a), s);
+}
+
+bool moe_gemv_supports(const OpDesc& d, const DeviceCaps&) {
+  const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
+  return is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) && d.dim[1] < (int64_t(1) << 31) &&
+         d.dim[2] < (int64_t(1) << 31) && d.dim[1] <= int64_t(65535) * kSliceOf<uint8_t>;  // the narrowest slice
+}
+}  // namespace
+
+void launch_grouped_gemv(const GroupedGemmParams& p, Stream& s) {
+  if (p.rows <= 0 || p.N <= 0) return;
+  if (p.w_t == DType::F8E4M3 && (!p.scale || p.block_n <= 0 || p.block_k <= 0))
+    fail("grouped gemv: fp8 weights need scales and positive block sizes");
+  if (p.K >= (int64_t(1) << 31) || p.N >= (int64_t(1) << 31)) fail("grouped gemv: N and K must be below 2^31");
+  const gpuStream_t st = native_stream(s);
+  dispatch_float(p.x_t, [&](auto tx) {
+    using TX = typename decltype(tx)::type;
+    dispatch_weight(p.w_t, [&](auto tw) {
+      using TW = typename decltype(tw)::type;
+      if (p.out_t == p.x_t) {
+        launch_typed<TX, TW, TX>(p, st);
+      } else if constexpr (std::is_same_v<TW, uint8_t> && !std::is_same_v<TX, float>) {
+        if (p.out_t != DType::F32) fail("grouped gemv: output dtype must be the activation dtype or f32");
+        launch_typed<TX, TW, float>(p, st);
+      } else {
+        fail("grouped gemv: output dtype must be the activation dtype");
+      }
+    });
+  });
+}
+
+void register_moe_gemv_kernels() {
+  register_kernel<MoeGemmArgs>(Op::MOE_GEMM, kKind, kName, kPriority, moe_gemv_supports, moe_gemv);
+}
+
+}  // namespace portllm::gpu
