@@ -4,10 +4,11 @@
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe ops perf logits engine graphs bench throughput moe profile musa
+# STAGEs: smi probe ops perf logits engine graphs bench throughput moe serve profile musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
-# narrows it the same way). `profile` runs Qwen3-8B with
+# narrows it the same way). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
+# DeepSeek-V2-Lite, bf16 and block-FP8, driven by `portllm bench serve`). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
@@ -171,13 +172,46 @@ fi
 
 if has moe; then
   B9="$OUT/bench-moe.log"; : >"$B9"
-  for spec in "Qwen3-30B-A3B 1" "Qwen3-30B-A3B 64" "DeepSeek-V2-Lite-Chat 1" "DeepSeek-V2-Lite-Chat 64" "Qwen3.5-35B-A3B 1"; do
+  for spec in "Qwen3-30B-A3B 1" "Qwen3-30B-A3B 64" "Qwen3-30B-A3B-FP8 1" "DeepSeek-V2-Lite-Chat 1" "DeepSeek-V2-Lite-Chat 64" "Qwen3.5-35B-A3B 1"; do
     set -- $spec
     echo "== $1 bs$2" >>"$B9"
     timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/$1 --batch-size $2 \
       --input-len 128 --output-len 64 --num-iters 2 --num-iters-warmup 1 --max-model-len 1024 --kv-dtype bf16 >>"$B9" 2>&1
     rc=$?
     row "$1 bs$2 in128 out64" "$(tail -8 "$B9" | awk '/output tok\/s/{print "tok/s="$3} /^TPOT/{print "TPOT="$3"ms"} /^TTFT/{print "TTFT="$3"ms"}' | tr '\n' ' ') rc=$rc"
+  done
+fi
+
+if has serve; then
+  # GSM8K-shaped serving (issue 9): 200 prompts of a shared 700-token few-shot prefix plus ~100
+  # tokens of question, 512 output tokens (ignore_eos: dummy weights never stop), 64 in flight,
+  # against `portllm serve` on DeepSeek-V2-Lite. FP8: the same config with DeepSeek-V3's
+  # quantization_config (e4m3, 128x128 weight blocks, dynamic activations).
+  SV="$OUT/serve"; mkdir -p "$SV/v2lite-fp8"
+  python3 - "$SV/v2lite-fp8/config.json" <<'PY'
+import json, sys
+c = json.load(open("tests/data/configs/DeepSeek-V2-Lite-Chat/config.json"))
+c["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  port=18123
+  for spec in "bf16 tests/data/configs/DeepSeek-V2-Lite-Chat" "fp8 $SV/v2lite-fp8"; do
+    set -- $spec
+    timeout 400 "$PL" serve --device cuda --load-format dummy --model "$2" --port $port --max-model-len 4096 \
+      --max-num-seqs 64 --kv-dtype bf16 >"$SV/server-$1.log" 2>&1 &
+    spid=$!
+    # /health answers 503 until the model is loaded (the server listens first).
+    for i in $(seq 1 240); do
+      curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+      kill -0 $spid 2>/dev/null || break
+      sleep 1
+    done
+    timeout 300 "$PL" bench serve --port $port --num-prompts 200 --random-prefix-len 700 --random-input-len 100 \
+      --random-range-ratio 0.2 --random-output-len 512 --max-concurrency 64 --random-vocab-size 100000 >"$SV/bench-$1.log" 2>&1
+    rc=$?
+    kill $spid 2>/dev/null; wait $spid 2>/dev/null
+    row "DeepSeek-V2-Lite $1 GSM8K-shaped serve" "$(grep -iE 'output token throughput|output tok/s|successful|prefix' "$SV/bench-$1.log" | tr -s ' ' | tr '\n' ' ') rc=$rc"
+    port=$((port + 1))
   done
 fi
 
@@ -195,6 +229,14 @@ if has profile; then
     --kv-dtype bf16 >"$OUT/profile-qwen3-8b-bs64.log" 2>&1
   row "profile Qwen3-8B bs64 (see profile-qwen3-8b-bs64.log)" "rc=$?"
   sed -n '/== op profile/,/^$/p' "$OUT/profile-qwen3-8b-bs64.log" | head -30
+  # The MoE / MLA models at batch 1 (issue 9).
+  for m in Qwen3-30B-A3B DeepSeek-V2-Lite-Chat; do
+    PORTLLM_PROFILE_OPS=1 timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/$m \
+      --batch-size 1 --input-len 512 --output-len 16 --num-iters 1 --num-iters-warmup 0 --max-model-len 1024 \
+      --kv-dtype bf16 >"$OUT/profile-$m.log" 2>&1
+    row "profile $m bs1 (see profile-$m.log)" "rc=$?"
+    sed -n '/== op profile/,/^$/p' "$OUT/profile-$m.log" | head -30
+  done
 fi
 
 if has musa; then

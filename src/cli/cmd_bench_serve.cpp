@@ -30,6 +30,7 @@ struct BenchServeOptions {
   double burstiness = 1.0;
   int max_concurrency = 0;
   int input_len = 1024, output_len = 128;
+  int prefix_len = 0;  // tokens every prompt starts with (a few-shot prefix), before its own input_len
   double range_ratio = 0.0;
   int vocab_size = 500;
   uint64_t seed = 0;
@@ -68,6 +69,7 @@ void run(const BenchServeOptions& o) {
   if (!(o.burstiness > 0)) PL_THROW("--burstiness must be > 0");
   if (o.range_ratio < 0 || o.range_ratio >= 1) PL_THROW("--random-range-ratio must be in [0, 1)");
   if (o.vocab_size < 10) PL_THROW("--random-vocab-size must be >= 10");
+  if (o.prefix_len < 0) PL_THROW("--random-prefix-len must be >= 0");
   const std::string model = o.model.empty() ? first_model_id(o.addr) : o.model;
   if (model.empty()) PL_THROW("cannot reach an OpenAI-compatible server at {}:{} (GET /v1/models failed)", o.addr.host, o.addr.port);
 
@@ -80,10 +82,13 @@ void run(const BenchServeOptions& o) {
   std::vector<Req> reqs(o.num_prompts);
   std::uniform_int_distribution<int32_t> tok(3, o.vocab_size - 1);  // skip the usual <unk>/<s>/</s> ids
   std::gamma_distribution<double> gap(o.burstiness, 1.0 / (o.request_rate * o.burstiness));
+  std::vector<int32_t> prefix(size_t(o.prefix_len));
+  for (auto& x : prefix) x = tok(rng);
   double t = 0;
   for (auto& r : reqs) {
-    r.prompt.resize(size_t(draw_len(rng, o.input_len, o.range_ratio)));
-    for (auto& x : r.prompt) x = tok(rng);
+    r.prompt = prefix;
+    r.prompt.resize(prefix.size() + size_t(draw_len(rng, o.input_len, o.range_ratio)));
+    for (size_t j = prefix.size(); j < r.prompt.size(); ++j) r.prompt[j] = tok(rng);
     r.output_len = draw_len(rng, o.output_len, o.range_ratio);
     r.send_at = t;
     if (std::isfinite(o.request_rate)) t += gap(rng);
@@ -175,8 +180,9 @@ void add_bench_serve_subcommand(CLI::App* bench) {
   s->add_option("--request-rate", o->request_rate, "requests per second (Poisson arrivals); inf: all at once")->capture_default_str();
   s->add_option("--burstiness", o->burstiness, "gamma shape of the arrival intervals (1: Poisson; <1 burstier)")->capture_default_str();
   s->add_option("--max-concurrency", o->max_concurrency, "requests in flight at most (0: no cap)")->capture_default_str();
-  s->add_option("--random-input-len", o->input_len, "prompt tokens")->capture_default_str();
+  s->add_option("--random-input-len", o->input_len, "prompt tokens (after the shared prefix, if any)")->capture_default_str();
   s->add_option("--random-output-len", o->output_len, "output tokens (ignore_eos makes them exact)")->capture_default_str();
+  s->add_option("--random-prefix-len", o->prefix_len, "tokens shared by every prompt, before its own input (a few-shot prefix: exercises prefix caching)")->capture_default_str();
   s->add_option("--random-range-ratio", o->range_ratio, "lengths uniform in [len*(1-r), len*(1+r)]; 0: fixed")->capture_default_str();
   s->add_option("--random-vocab-size", o->vocab_size, "prompt token ids are drawn from [3, N)")->capture_default_str();
   s->add_option("--seed", o->seed, "workload seed")->capture_default_str();

@@ -8,7 +8,12 @@
 namespace portllm {
 
 void Linear::forward(OpContext& ctx, const Tensor& y, const Tensor& x) const {
-  ops::matmul(ctx, y, x, weight, bias, scale, block_n, block_k);
+  if (parts.empty()) return ops::matmul(ctx, y, x, weight, bias, scale, block_n, block_k);
+  int64_t col = 0;
+  for (const Linear& p : parts) {
+    p.forward(ctx, y.slice(1, col, p.out), x);
+    col += p.out;
+  }
 }
 
 Tensor Linear::forward(OpContext& ctx, const Tensor& x) const {
@@ -55,11 +60,18 @@ Linear Linear::load_merged(WeightLoader& w, const std::vector<std::string>& pref
   }
   if (parts.size() == 1) return parts[0];
   const Linear& p0 = parts[0];
-  // FP8 block scales concatenate only when every part's rows align with the block size.
+  // FP8 block scales concatenate only when every part's rows align with the block size; else
+  // the parts run as separate GEMMs into one output.
   if (p0.scale.defined()) {
     bool aligned = p0.block_n > 0;
     for (auto& p : parts) aligned &= p.block_n > 0 && p.out % p.block_n == 0;
-    PL_CHECK(aligned, "cannot merge fp8 layers {}..: rows not multiples of the scale block", prefixes[0]);
+    if (!aligned) {
+      Linear m;
+      m.in = in;
+      m.out = total;
+      m.parts = std::move(parts);
+      return m;
+    }
   }
   Device& dev = w.device();
   auto concat = [&](auto member, std::vector<int64_t> shape0) {

@@ -16,6 +16,10 @@ struct Linear {
   Tensor scale;   // fp8: weight_scale_inv [ceil(out/bn), ceil(in/bk)] or per-tensor [1]
   int block_n = 0, block_k = 0;
   int64_t in = 0, out = 0;
+  // A merge whose fp8 parts cannot share one scale grid (a part's rows are not a multiple of the
+  // scale block, e.g. DeepSeek-V2-Lite's 10944-row dense MLP): the parts stay separate and
+  // forward() runs each into its column slice of y. Empty for an ordinary (merged) layer.
+  std::vector<Linear> parts;
 
   // y[M, out] = x[M, in] @ W^T (+ b)
   void forward(OpContext& ctx, const Tensor& y, const Tensor& x) const;

@@ -31,12 +31,23 @@ for spec in qwen3moe-tiny:1e-3 deepseekv2-tiny:1e-3 deepseekv3-tiny:1e-3 deepsee
   [ -n "$out" ] || { echo "FAIL: $name generated nothing"; exit 1; }
 done
 
-big=(DeepSeek-V2-Lite-Chat:2 Qwen3-30B-A3B:1 Qwen3-30B-A3B-FP8:1)
-if [ "${PORTLLM_TEST_BIG:-0}" = "1" ]; then big+=(DeepSeek-V3:3); fi
+# DeepSeek-V2-Lite with DeepSeek-V3's block-FP8 quantization_config (the GSM8K-shaped FP8 serving
+# run of gpu-check): its dense layer 0 has 10944 = 85.5 x 128 MLP rows, so gate and up cannot
+# share one scale grid and run as separate GEMMs into one output (Linear::parts).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/DeepSeek-V2-Lite-FP8"
+sed 's/"model_type": "deepseek_v2",/"model_type": "deepseek_v2", "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]},/' \
+  "$DATA/configs/DeepSeek-V2-Lite-Chat/config.json" >"$tmp/DeepSeek-V2-Lite-FP8/config.json"
+grep -q quantization_config "$tmp/DeepSeek-V2-Lite-FP8/config.json" || { echo "FAIL: could not derive the FP8 config"; exit 1; }
+
+big=(configs/DeepSeek-V2-Lite-Chat:2 configs/Qwen3-30B-A3B:1 configs/Qwen3-30B-A3B-FP8:1 "$tmp/DeepSeek-V2-Lite-FP8:2")
+if [ "${PORTLLM_TEST_BIG:-0}" = "1" ]; then big+=(configs/DeepSeek-V3:3); fi
 for spec in "${big[@]}"; do
   name="${spec%%:*}"
   layers="${spec##*:}"
-  out=$("$BIN" generate --model "$DATA/configs/$name" --load-format dummy --num-layers "$layers" \
+  [[ "$name" = /* ]] || name="$DATA/$name"
+  out=$("$BIN" generate --model "$name" --load-format dummy --num-layers "$layers" \
         --prompt-ids 1,2,3,4,5,6,7,8 --max-tokens 3 --ignore-eos)
   echo "$name dummy x$layers layers: $out"
   echo "$out" | grep -Eq '[0-9]' || { echo "FAIL: $name produced no tokens"; exit 1; }
