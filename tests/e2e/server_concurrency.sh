@@ -32,4 +32,18 @@ for i in $(seq 0 $((N - 1))); do
   fi
 done
 echo "$same/$N concurrent streams equal their sequential result"
+
+# bench serve with a shared prompt prefix: every request succeeds, and the prefix (4 full KV
+# blocks) is served from the prefix cache for the requests after the first few.
+metric() { curl -s --max-time 5 "$BASE/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+HITS0=$(metric portllm_prefix_cache_hits_total)
+"$PORTLLM" bench serve --port "$PORT" --num-prompts 16 --max-concurrency 4 --random-prefix-len 64 \
+  --random-input-len 16 --random-output-len 8 --random-vocab-size 500 >"$WORK/bench" 2>&1
+HITS1=$(metric portllm_prefix_cache_hits_total)
+ok_req=$(awk '/^Successful requests:/ {print $3}' "$WORK/bench")
+if [ "$ok_req" = 16 ] && [ "$(( ${HITS1%.*} - ${HITS0%.*} ))" -ge $((8 * 64)) ]; then
+  pass "bench serve --random-prefix-len: 16/16 requests, prefix cache hits $HITS0 -> $HITS1"
+else
+  fail "bench serve prefix: requests=$ok_req hits $HITS0 -> $HITS1 $(tail -5 "$WORK/bench")"
+fi
 [ "$same" = "$N" ] && [ "$FAILS" = 0 ]
