@@ -48,6 +48,15 @@ OpDesc MatmulArgs::desc() const {
   return d;
 }
 
+OpDesc BatchedMatmulArgs::desc() const {
+  auto d = make(Op::BATCHED_MATMUL, x.dtype, w.dtype, out.dtype);
+  d.dim[0] = x.size(1);
+  d.dim[1] = w.size(1);
+  d.dim[2] = w.size(2);
+  d.dim[3] = w.size(0);
+  return d;
+}
+
 OpDesc KvWriteArgs::desc() const {
   auto d = make(Op::KV_WRITE, k.dtype, DType::F32, k_cache.dtype);
   d.dim[0] = k_cache.size(1);

@@ -84,6 +84,17 @@ struct MatmulArgs {
   OpDesc desc() const;
 };
 
+// out[b] = x[b] @ W[b]^T for b < B: out [B, M, N], x [B, M, K], W [B, N, K], each a 3-D view
+// with a contiguous last dim and arbitrary batch and row strides (MLA absorbs W_UK / W_UV per
+// head this way: the batch is the head, a column or row offset inside one fused tensor).
+// dtype[0] = x, dtype[1] = W, dtype[2] = out; dim[0] = M, dim[1] = N, dim[2] = K, dim[3] = B.
+struct BatchedMatmulArgs {
+  Tensor out;
+  Tensor x;
+  Tensor w;
+  OpDesc desc() const;
+};
+
 // k_cache[slot] = k[t], v_cache[slot] = v[t] for slot = slot_mapping[t] >= 0 (slot =
 // block * page_size + offset). dtype[0] = k/v, dtype[2] = cache; dim[0] = page_size.
 struct KvWriteArgs {

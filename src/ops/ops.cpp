@@ -41,6 +41,11 @@ void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
   run(ctx, a.desc(), a);
 }
 
+void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {
+  BatchedMatmulArgs a{out, x, w};
+  run(ctx, a.desc(), a);
+}
+
 void kv_write(OpContext& ctx, const KvWriteArgs& a) { run(ctx, a.desc(), a); }
 
 void attention(OpContext& ctx, const AttentionArgs& a) {

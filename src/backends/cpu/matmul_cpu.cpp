@@ -110,6 +110,12 @@ void matmul(const MatmulArgs& a, Stream&) {
   }
 }
 
+// BATCHED_MATMUL: the matmul above per batch (each batch is already threaded over N).
+void batched_matmul(const BatchedMatmulArgs& a, Stream& s) {
+  for (int64_t b = 0; b < a.w.size(0); ++b)
+    matmul(MatmulArgs{a.out.select(0, b), a.x.select(0, b), a.w.select(0, b), {}, {}, 0, 0}, s);
+}
+
 bool supports(const OpDesc& d, const DeviceCaps& caps) {
   const bool wt_ok = d.dtype[1] == DType::F32 || d.dtype[1] == DType::BF16 || d.dtype[1] == DType::F16;
   return caps.avx2 && d.dtype[0] == DType::F32 && d.dtype[2] == DType::F32 && wt_ok;
@@ -119,6 +125,8 @@ bool supports(const OpDesc& d, const DeviceCaps& caps) {
 void register_matmul_kernels() {
   openblas_set_num_threads(1);  // we thread over weight panels ourselves
   register_kernel<MatmulArgs>(Op::MATMUL, DeviceKind::CPU, "cpu.matmul", 10, supports, matmul);
+  register_kernel<BatchedMatmulArgs>(Op::BATCHED_MATMUL, DeviceKind::CPU, "cpu.batched_matmul", 10, supports,
+                                     batched_matmul);
 }
 
 }  // namespace portllm::cpu

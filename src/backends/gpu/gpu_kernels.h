@@ -6,6 +6,7 @@ namespace portllm::gpu {
 
 void register_pointwise_kernels();
 void register_matmul_kernels();
+void register_batched_matmul_kernels();  // batched_matmul.cpp: BATCHED_MATMUL (strided-batched BLAS)
 void register_gemv_kernels();
 void register_attention_kernels();
 void register_moe_kernels();  // moe.cu: MoE routing, permute, combine

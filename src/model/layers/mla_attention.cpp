@@ -13,14 +13,24 @@
 namespace portllm {
 
 namespace {
-// A strided 2-D view [rows, cols] of t starting `col0` elements into each row of stride ld.
-Tensor view2d(const Tensor& t, int64_t elem_off, int64_t rows, int64_t cols, int64_t ld) {
+// A head-major view [H, rows, cols] of t starting `elem_off` elements in: head h's block starts
+// h * head_stride elements further, its rows are ld apart (the batched absorption operands).
+Tensor per_head(const Tensor& t, int64_t elem_off, int64_t H, int64_t rows, int64_t cols, int64_t head_stride,
+                int64_t ld) {
   Tensor v = t;
   v.data = static_cast<char*>(t.data) + elem_off * int64_t(dtype_size(t.dtype));
-  v.ndim = 2;
-  v.shape = {rows, cols, 0, 0, 0};
-  v.strides = {ld, 1, 0, 0, 0};
+  v.ndim = 3;
+  v.shape = {H, rows, cols, 0, 0};
+  v.strides = {head_stride, ld, 1, 0, 0};
   return v;
+}
+
+// out[h] = x[h] @ W[h]^T for every head in one BATCHED_MATMUL (one launch instead of H). Where no
+// kernel takes the dtypes (on a GPU: dequantized fp8 or f32 weights under bf16 activations) it is
+// one MATMUL per head, whose kernels widen mixed operands.
+void per_head_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {
+  if (ctx.dispatcher->try_select(BatchedMatmulArgs{out, x, w}.desc())) return ops::batched_matmul(ctx, out, x, w);
+  for (int64_t h = 0; h < w.size(0); ++h) ops::matmul(ctx, out.select(0, h), x.select(0, h), w.select(0, h));
 }
 
 // [T, H, d] view of columns off + h*stride .. of a [T, C] tensor.
@@ -142,8 +152,7 @@ Tensor MlaAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& 
 
   // Absorb W_UK into the query: q_latent[t, h] = q_nope[t, h] @ W_UK[h].
   Tensor q_lat = ctx.act({T, H, R});
-  for (int64_t h = 0; h < H; ++h)
-    ops::matmul(ctx, view2d(q_lat, h * R, T, R, H * R), view2d(q, h * qk, T, nope_dim, q.strides[0]), w_uk_t.select(0, h));
+  per_head_matmul(ctx, per_head(q_lat, 0, H, T, R, R, H * R), per_head(q, 0, H, T, nope_dim, qk, q.strides[0]), w_uk_t);
 
   MlaAttentionArgs m;
   m.out = ctx.act({T, H, R});
@@ -162,10 +171,9 @@ Tensor MlaAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& 
 
   // Back from latent space per head: out[t, h] = lat[t, h] @ W_UV[h]^T.
   Tensor attn = ctx.act({T, H * v_dim});
-  const int64_t rows = nope_dim + v_dim;
-  for (int64_t h = 0; h < H; ++h)
-    ops::matmul(ctx, view2d(attn, h * v_dim, T, v_dim, H * v_dim), view2d(m.out, h * R, T, R, H * R),
-                kv_b.slice(0, h * rows + nope_dim, v_dim));
+  const int64_t rows = nope_dim + v_dim, ldb = kv_b.strides[0];  // head h's W_UV: rows nope.. of its block
+  per_head_matmul(ctx, per_head(attn, 0, H, T, v_dim, v_dim, H * v_dim), per_head(m.out, 0, H, T, R, R, H * R),
+                  per_head(kv_b, nope_dim * ldb, H, v_dim, R, rows * ldb, ldb));
   return o.forward(ctx, attn);
 }
 

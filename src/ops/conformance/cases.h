@@ -21,6 +21,7 @@ OpCase matmul_case(DType act, DType wt, MatmulShape s, int block);
 
 void register_basic_cases();
 void register_matmul_cases();
+void register_batched_matmul_cases();  // cases_batched_matmul.cpp
 void register_attention_cases();
 void register_hybrid_cases();  // cases_hybrid.cpp
 void register_moe_cases();     // cases_moe.cpp

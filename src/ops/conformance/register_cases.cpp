@@ -9,6 +9,7 @@ void register_builtin_case_generators() {
   std::call_once(once, [] {
     register_basic_cases();
     register_matmul_cases();
+    register_batched_matmul_cases();
     register_attention_cases();
     register_hybrid_cases();
     register_moe_cases();

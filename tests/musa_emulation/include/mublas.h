@@ -28,3 +28,14 @@ inline mublasStatus_t mublasGemmEx(mublasHandle_t h, mublasOperation_t ta, mubla
   if (compute != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
   return cublasGemmEx(h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, CUBLAS_COMPUTE_32F, algo);
 }
+
+inline mublasStatus_t mublasGemmStridedBatchedEx(mublasHandle_t h, mublasOperation_t ta, mublasOperation_t tb, int m,
+                                                 int n, int k, const void* alpha, const void* A, musaDataType_t at,
+                                                 int lda, long long sa, const void* B, musaDataType_t bt, int ldb,
+                                                 long long sb, const void* beta, void* C, musaDataType_t ct, int ldc,
+                                                 long long sc, int batch, musaDataType_t compute,
+                                                 mublasGemmAlgo_t algo) {
+  if (compute != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;  // as mublasGemmEx above
+  return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, sc,
+                                    batch, CUBLAS_COMPUTE_32F, algo);
+}

@@ -77,6 +77,7 @@ using gpublasComputeType_t = cublasComputeType_t;
 #define gpublasDestroy cublasDestroy
 #define gpublasSetStream cublasSetStream
 #define gpublasGemmEx cublasGemmEx
+#define gpublasGemmStridedBatchedEx cublasGemmStridedBatchedEx
 #define gpublasGetStatusString cublasGetStatusString
 #define GPUBLAS_STATUS_SUCCESS CUBLAS_STATUS_SUCCESS
 #define GPUBLAS_OP_N CUBLAS_OP_N

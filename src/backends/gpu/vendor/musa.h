@@ -97,6 +97,7 @@ using gpublasComputeType_t = musaDataType_t;
 #define gpublasDestroy mublasDestroy
 #define gpublasSetStream mublasSetStream
 #define gpublasGemmEx mublasGemmEx
+#define gpublasGemmStridedBatchedEx mublasGemmStridedBatchedEx  // strides, no pointer arrays
 #define gpublasGetStatusString mublasStatus_to_string
 #define GPUBLAS_STATUS_SUCCESS MUBLAS_STATUS_SUCCESS
 #define GPUBLAS_OP_N MUBLAS_OP_N
