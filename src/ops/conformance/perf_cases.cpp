@@ -65,7 +65,7 @@ std::vector<OpCase> matmul_perf(DType act) {
   for (MatmulShape s : {MatmulShape{1, 24576, 4096, false}, MatmulShape{2, 24576, 4096, false},
                         MatmulShape{4, 24576, 4096, false}, MatmulShape{8, 24576, 4096, false},
                         MatmulShape{64, 24576, 4096, false}, MatmulShape{256, 24576, 4096, false},
-                        MatmulShape{4096, 24576, 4096, false}, MatmulShape{1, 4096, 12288, false},
+                        MatmulShape{4096, 24576, 4096, false}, MatmulShape{1, 4096, 12288, false}, MatmulShape{1, 4096, 4096, false},
                         MatmulShape{1, 6144, 4096, false}, MatmulShape{1, 151936, 4096, false},
                         MatmulShape{64, 18432, 7168, false}, MatmulShape{4096, 18432, 7168, false},
                         MatmulShape{4096, 7168, 18432, false}}) {
