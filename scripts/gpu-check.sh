@@ -189,15 +189,19 @@ if has serve; then
   # tokens under the 512 cap; dummy weights never stop on their own, so ignore_eos sets them), 64 in flight,
   # against `portllm serve` on DeepSeek-V2-Lite. FP8: the same config with DeepSeek-V3's
   # quantization_config (e4m3, 128x128 weight blocks, dynamic activations).
-  SV="$OUT/serve"; mkdir -p "$SV/v2lite-fp8"
+  # The server detokenizes its outputs, and DeepSeek-V2's tokenizer.json is not in the repo: the
+  # model dirs borrow DeepSeek-V3's (a superset of V2-Lite's 102400 ids; prompts are token ids).
+  SV="$OUT/serve"; mkdir -p "$SV/v2lite-bf16" "$SV/v2lite-fp8"
+  cp tests/data/configs/DeepSeek-V2-Lite-Chat/config.json "$SV/v2lite-bf16/"
   python3 - "$SV/v2lite-fp8/config.json" <<'PY'
 import json, sys
 c = json.load(open("tests/data/configs/DeepSeek-V2-Lite-Chat/config.json"))
 c["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
 json.dump(c, open(sys.argv[1], "w"), indent=2)
 PY
+  for d in v2lite-bf16 v2lite-fp8; do cp tests/data/tokenizers/deepseek_v3/tokenizer*.json "$SV/$d/"; done
   port=18123
-  for spec in "bf16 tests/data/configs/DeepSeek-V2-Lite-Chat" "fp8 $SV/v2lite-fp8"; do
+  for spec in "bf16 $SV/v2lite-bf16" "fp8 $SV/v2lite-fp8"; do
     set -- $spec
     timeout 400 "$PL" serve --device cuda --load-format dummy --model "$2" --port $port --max-model-len 4096 \
       --max-num-seqs 64 --kv-dtype bf16 >"$SV/server-$1.log" 2>&1 &
