@@ -1,6 +1,7 @@
 // What the attention kernel files share: the kernel parameter block, paged-cache addressing and
 // the host-side conversion from AttentionArgs. Portable CUDA C++ (MUSA compiles it unchanged).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "backends/gpu/kernel_common.cuh"
@@ -64,6 +65,29 @@ inline AttnParams params_of(const AttentionArgs& a) {
   p.Dv = int(a.v_cache.size(3));
   p.scale = a.scale;
   return p;
+}
+
+// q and both caches allow 16-byte vector copies: 16-byte aligned bases, strides in whole vectors
+// of 8 16-bit values (what the tensor-core kernels' cp.async copies need).
+inline bool attention_views_vec16(const AttnParams& p) {
+  return aligned16(p.q) && aligned16(p.k_cache) && aligned16(p.v_cache) && p.q_s0 % 8 == 0 && p.q_s1 % 8 == 0 &&
+         p.kc_s0 % 8 == 0 && p.kc_s1 % 8 == 0 && p.kc_s2 % 8 == 0 && p.vc_s0 % 8 == 0 && p.vc_s1 % 8 == 0 &&
+         p.vc_s2 % 8 == 0;
+}
+
+// What the tensor-core attention kernels (NVIDIA-only, attention_*_mma.cu) take: q and cache of one
+// 16-bit dtype (bf16 only with bf16 matrix units), Dk = Dv in {64, 128, 256}, and the shared
+// memory the kernel needs at that head dim (smem64 / smem128 / smem256), on NVIDIA sm_80+.
+inline bool mma_attention_supports(const OpDesc& d, const DeviceCaps& c, size_t smem64, size_t smem128,
+                                   size_t smem256) {
+  const DType tq = d.dtype[0], tc = d.dtype[2];
+  if (tq != tc || (tq != DType::BF16 && tq != DType::F16)) return false;
+  if (tq == DType::BF16 && !c.bf16_matmul) return false;
+  const int64_t Dk = d.dim[0], Dv = d.dim[3];
+  if (Dk != Dv || (Dk != 64 && Dk != 128 && Dk != 256)) return false;
+  const size_t need = Dk == 64 ? smem64 : Dk == 128 ? smem128 : smem256;
+  return need <= size_t(std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) && c.vendor == "nvidia" &&
+         c.arch >= 80;
 }
 
 template <class Fn>

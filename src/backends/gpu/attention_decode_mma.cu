@@ -259,9 +259,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const int B = int(a.seq_lens.size(0));
   if (B == 0) return;
   // 16-byte copies of q and cache rows: fall back if a view breaks that.
-  const bool ok = aligned16(p.q) && aligned16(p.k_cache) && aligned16(p.v_cache) && p.q_s0 % 8 == 0 &&
-                  p.q_s1 % 8 == 0 && p.kc_s0 % 8 == 0 && p.kc_s1 % 8 == 0 && p.kc_s2 % 8 == 0 &&
-                  p.vc_s0 % 8 == 0 && p.vc_s1 % 8 == 0 && p.vc_s2 % 8 == 0;
+  const bool ok = attention_views_vec16(p);
   if (!ok) return attn_decode_portable(a, s);
   // At least 128 keys per split (two tiles per warp: one in flight while the other is computed).
   // Small batches get about two blocks per compute unit (three fit): one wave, and fewer partials
@@ -286,14 +284,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
 }
 
 bool supports(const OpDesc& d, const DeviceCaps& c) {
-  const DType tq = d.dtype[0], tc = d.dtype[2];
-  if (tq != tc || (tq != DType::BF16 && tq != DType::F16)) return false;
-  if (tq == DType::BF16 && !c.bf16_matmul) return false;
-  const int64_t Dk = d.dim[0], Dv = d.dim[3];
-  if (Dk != Dv || (Dk != 64 && Dk != 128 && Dk != 256)) return false;
-  const size_t need = Dk == 64 ? kSmemBytes<64> : Dk == 128 ? kSmemBytes<128> : kSmemBytes<256>;
-  return need <= size_t(std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) && c.vendor == "nvidia" &&
-         c.arch >= 80;
+  return mma_attention_supports(d, c, kSmemBytes<64>, kSmemBytes<128>, kSmemBytes<256>);
 }
 }  // namespace
 

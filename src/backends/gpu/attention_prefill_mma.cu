@@ -205,10 +205,8 @@ void attn_prefill_mma(const AttentionArgs& a, Stream& s) {
   const int B = int(a.seq_lens.size(0));
   if (B == 0 || a.q.size(0) == 0) return;
   // 16-byte vector loads of q and cache rows, 4-byte output stores: fall back if a view breaks that.
-  const bool ok = aligned16(p.q) && aligned16(p.k_cache) && aligned16(p.v_cache) && p.q_s0 % 8 == 0 &&
-                  p.q_s1 % 8 == 0 && p.kc_s0 % 8 == 0 && p.kc_s1 % 8 == 0 && p.kc_s2 % 8 == 0 &&
-                  p.vc_s0 % 8 == 0 && p.vc_s1 % 8 == 0 && p.vc_s2 % 8 == 0 &&
-                  reinterpret_cast<uintptr_t>(p.out) % 4 == 0 && p.o_s0 % 2 == 0 && p.o_s1 % 2 == 0;
+  const bool ok = attention_views_vec16(p) && reinterpret_cast<uintptr_t>(p.out) % 4 == 0 && p.o_s0 % 2 == 0 &&
+                  p.o_s1 % 2 == 0;
   if (!ok) return attn_prefill_portable(a, s);
   const gpuStream_t st = native_stream(s);
   auto go = [&](auto tag) {
@@ -225,14 +223,7 @@ void attn_prefill_mma(const AttentionArgs& a, Stream& s) {
 }
 
 bool supports(const OpDesc& d, const DeviceCaps& c) {
-  const DType tq = d.dtype[0], tc = d.dtype[2];
-  if (tq != tc || (tq != DType::BF16 && tq != DType::F16)) return false;
-  if (tq == DType::BF16 && !c.bf16_matmul) return false;
-  const int64_t Dk = d.dim[0], Dv = d.dim[3];
-  if (Dk != Dv || (Dk != 64 && Dk != 128 && Dk != 256)) return false;
-  const size_t need = Dk == 64 ? kSmemBytes<64> : Dk == 128 ? kSmemBytes<128> : kSmemBytes<256>;
-  return need <= size_t(std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) && c.vendor == "nvidia" &&
-         c.arch >= 80;
+  return mma_attention_supports(d, c, kSmemBytes<64>, kSmemBytes<128>, kSmemBytes<256>);
 }
 }  // namespace
 
