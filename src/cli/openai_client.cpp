@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 namespace portllm::cli {
@@ -51,7 +52,9 @@ CompletionResult post_completion(const ServerAddress& addr, const std::string& p
     status = res.status;
     return true;
   };
+  size_t received = 0;
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    received += len;
     if (!stream || status != 200) {
       raw.append(data, len);
       return true;
@@ -99,7 +102,10 @@ CompletionResult post_completion(const ServerAddress& addr, const std::string& p
   auto res = cli.send(req);
   r.latency = secs(Clock::now());
   if (!res) {
-    r.error = "request failed: " + httplib::to_string(res.error());
+    // How far the response got tells a refused or dropped connection from a stream cut short.
+    r.error = fmt::format("request failed: {} ({} after {:.1f} s, {} response bytes, {} tokens of text)",
+                          httplib::to_string(res.error()), status ? fmt::format("HTTP {}", status) : "no status",
+                          r.latency, received, r.itl.size() + (first ? 0 : 1));
     return r;
   }
   if (res->status != 200) {
