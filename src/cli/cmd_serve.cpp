@@ -100,6 +100,7 @@ void run(ServeOptions& o) {
   // Engine first: requests in flight finish with finish_reason "abort", so their streams still
   // end with data: [DONE]; then the HTTP side (which waits for those handlers) stops.
   const bool failed = !engine;
+  srv.set_shutting_down();  // requests arriving from here on get 503 (load balancers retry elsewhere)
   if (engine) engine->shutdown();
   for (int i = 0; i < 100 && server::GenerationRun::live() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   srv.stop();

@@ -25,6 +25,10 @@ void guarded(ServerState& st, httplib::Response& res, const std::function<void()
     respond_error(res, e);
     if (e.status < 500) st.metrics.client_errors++;
   } catch (const Error& e) {
+    if (st.shutting_down()) {  // the engine refuses work once it stops: not the client's fault
+      respond_error(res, ApiError(503, "the server is shutting down", "service_unavailable"));
+      return;
+    }
     // The engine validates what the server cannot (e.g. a request that can never fit the KV pool).
     respond_error(res, bad_request(e.what()));
     st.metrics.client_errors++;
@@ -34,6 +38,7 @@ void guarded(ServerState& st, httplib::Response& res, const std::function<void()
 }
 
 std::shared_ptr<Engine> require_engine(ServerState& st) {
+  if (st.shutting_down()) throw ApiError(503, "the server is shutting down", "service_unavailable");
   auto e = st.engine();
   if (e) return e;
   std::string err = st.load_error();

@@ -118,5 +118,6 @@ void HttpServer::stop() {
 
 void HttpServer::set_engine(std::shared_ptr<Engine> engine) { st_->set_engine(std::move(engine)); }
 void HttpServer::set_load_error(const std::string& msg) { st_->set_load_error(msg); }
+void HttpServer::set_shutting_down() { st_->set_shutting_down(); }
 
 }  // namespace portllm::server

@@ -33,6 +33,7 @@ class HttpServer {
 
   void set_engine(std::shared_ptr<Engine> engine);
   void set_load_error(const std::string& msg);
+  void set_shutting_down();  // from now on: 503 for new requests and /health
 
  private:
   std::unique_ptr<ServerState> st_;

@@ -63,6 +63,7 @@ void detokenize(ServerState& st, const httplib::Request& http_req, httplib::Resp
 void register_info_routes(httplib::Server& http, ServerState& st) {
   // 503 until the model is loaded: the server listens first so orchestrators can wait on this.
   http.Get("/health", [&st](const httplib::Request&, httplib::Response& res) {
+    if (st.shutting_down()) return respond_error(res, ApiError(503, "the server is shutting down", "service_unavailable"));
     if (st.engine()) {
       res.status = 200;
       res.set_content("", "text/plain");

@@ -1,6 +1,7 @@
 // What every route needs: the configuration, the engine (null while the model loads), the chat
 // template, metrics. Shared by the route files; owned by HttpServer.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,12 +45,17 @@ struct ServerState {
     std::lock_guard<std::mutex> lock(mu);
     load_error_ = std::move(msg);
   }
+  // Set when the server begins to stop (SIGTERM): new requests and /health get 503, as while the
+  // model loads, instead of the engine's refusal surfacing as a client error.
+  void set_shutting_down() { shutting_down_.store(true); }
+  bool shutting_down() const { return shutting_down_.load(); }
 
  private:
   mutable std::mutex mu;
   std::shared_ptr<Engine> engine_;
   std::shared_ptr<const tok::ChatTemplate> template_;
   std::string template_error_, load_error_;
+  std::atomic<bool> shutting_down_{false};
 };
 
 }  // namespace portllm::server

@@ -269,6 +269,15 @@ TEST(HttpServer, LoadingStateIs503) {
   EXPECT_EQ(h.client->Get("/health")->status, 200);
 }
 
+TEST(HttpServer, ShuttingDownIs503) {
+  Harness h;
+  EXPECT_EQ(h.client->Get("/health")->status, 200);
+  h.srv->set_shutting_down();
+  expect_error(h.client->Get("/health"), 503);
+  expect_error(h.post("/v1/completions", R"({"prompt": "x"})"), 503);
+  expect_error(h.post("/v1/chat/completions", R"({"messages": [{"role": "user", "content": "x"}]})"), 503);
+}
+
 TEST(HttpServer, FailureMidStreamSendsErrorThenDone) {
   Harness h;
   h.engine->fail_after = 2;
