@@ -121,6 +121,7 @@ void run(const BenchServeOptions& o) {
     if (!r.ok) {
       failed++;
       if (first_error.empty()) first_error = r.error;
+      std::fprintf(stderr, "request %zu failed: %s\n", i, r.error.c_str());  // every one: a pattern shows
       continue;
     }
     completed++;

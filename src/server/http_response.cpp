@@ -1,5 +1,6 @@
 #include "server/http_response.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -103,10 +104,19 @@ void deliver_stream(httplib::Response& res, std::shared_ptr<GenerationRun> run,
       "text/event-stream",
       [run, on_output, on_end, silent_since](size_t, httplib::DataSink& sink) {
         std::string out;
-        for (auto& o : run->wait(500ms)) on_output(o, out);
-        const bool done = run->done();
+        bool done = false;
+        try {
+          for (auto& o : run->wait(500ms)) on_output(o, out);
+          done = run->done();
+          if (done) on_end(out);
+        } catch (const std::exception& e) {
+          // A failure while formatting ends the stream with an error event, not a cut connection.
+          std::fprintf(stderr, "portllm serve: stream failed: %s\n", e.what());
+          out = sse_event(error_body(fmt::format("internal error: {}", e.what()), "internal_error", "", ""));
+          run->abort();
+          done = true;
+        }
         if (done) {
-          on_end(out);
           out += sse_done();
         } else if (out.empty() && std::chrono::steady_clock::now() - *silent_since > 2s) {
           out = ": keep-alive\n\n";  // an SSE comment: probes the connection while queued
@@ -119,7 +129,12 @@ void deliver_stream(httplib::Response& res, std::shared_ptr<GenerationRun> run,
         return true;
       },
       [run](bool success) {
-        if (!success) run->abort();
+        if (success) return;
+        // The stream ended before data: [DONE] (the client went away or a write failed): say so,
+        // since the client only sees a cut connection.
+        std::fprintf(stderr, "portllm serve: a stream ended early (client gone or write failed; run %s)\n",
+                     run->done() ? "finished" : "still generating, aborted");
+        run->abort();
       });
 }
 
