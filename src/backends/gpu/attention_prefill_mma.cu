@@ -4,8 +4,9 @@
 // falls back to for what it does not take (f32, mixed dtypes, head dims other than 64/128/256,
 // K and V head dims that differ, unaligned views).
 //
-// One block of 4 warps per (64-query tile, query head, sequence); warp w owns queries
-// 16w..16w+15. Per 64-key tile, K and V rows are gathered through the block table into shared
+// One block of 4 warps per (query tile, query head, sequence); each warp owns 32 queries (16 at
+// head dim 256) as two 16-row MMA tiles, so every K and V fragment read from shared memory feeds
+// two MMAs per tile row: ldmatrix bandwidth, not the tensor cores, bounds this kernel. Per 64-key tile, K and V rows are gathered through the block table into shared
 // memory by cp.async, double-buffered so the next tile's copy overlaps this tile's math (rows
 // padded by 8 values so ldmatrix is conflict-free), S = Q K^T runs on tensor cores
 // with f32 accumulation, the online softmax (base 2) works on the accumulator fragments in
@@ -27,27 +28,34 @@ namespace portllm::gpu {
 #if !defined(PORTLLM_GPU_MUSA)
 namespace {
 using namespace sm80;
-constexpr int kBQ = 64, kBK = 64, kWarps = 4, kThreads = kWarps * 32;
+constexpr int kBK = 64, kWarps = 4, kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
 
+// Query rows per warp, in 16-row MMA tiles: two for head dims up to 128 (a K or V fragment read
+// from shared memory then feeds twice the MMAs: the kernel is bound by ldmatrix bandwidth, not by
+// the tensor cores), one for 256 (its accumulators would not fit twice in registers).
+template <int D> constexpr int kMT = D <= 128 ? 2 : 1;
+template <int D> constexpr int kBQ = kWarps * 16 * kMT<D>;  // queries per block
 template <int D> constexpr int kLd = D + 8;  // padded smem row (elements): 16-byte aligned, no bank conflicts
-template <int D> constexpr size_t kSmemBytes = size_t(kBQ + 4 * kBK) * kLd<D> * 2;  // Q, 2 x (K, V)
+template <int D> constexpr size_t kSmemBytes = size_t(kBQ<D> + 4 * kBK) * kLd<D> * 2;  // Q, 2 x (K, V)
 
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row
-  const int b = blockIdx.z, h = blockIdx.y, qt0 = blockIdx.x * kBQ;
+  constexpr int LD = kLd<D>, VPR = D / 8, MT = kMT<D>, BQ = kBQ<D>;  // VPR: 16-byte vectors per row
+  // Query tiles are the slowest grid dimension, last tile first: under the causal mask the late
+  // tiles carry the most keys, so starting them first keeps the tail of the grid short.
+  const int b = blockIdx.y, h = blockIdx.x, qt0 = (gridDim.z - 1 - blockIdx.z) * BQ;
   const int q0 = p.qsl[b], q_len = p.qsl[b + 1] - q0, ctx = p.seq_lens[b];
   if (qt0 >= q_len) return;
   const int kh = h / p.group;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int nq = min(kBQ, q_len - qt0);
+  const int nq = min(BQ, q_len - qt0);
   const int first_pos = ctx - q_len;
   const int num_keys = first_pos + qt0 + nq;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sKV = sQ + kBQ * LD;  // two buffers of (K tile, V tile)
+  T* sKV = sQ + BQ * LD;  // two buffers of (K tile, V tile)
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
@@ -66,7 +74,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
       cp_async16(sV + r * LD + c * 8, vc + vo + c * 8, ok ? 16 : 0);
     }
   };
-  for (int i = tid; i < kBQ * VPR; i += kThreads) {
+  for (int i = tid; i < BQ * VPR; i += kThreads) {
     const int r = i / VPR, c = i % VPR;
     const int64_t off = r < nq ? int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + c * 8 : 0;
     cp_async16(sQ + r * LD + c * 8, q + off, r < nq ? 16 : 0);
@@ -74,14 +82,20 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   issue(0, 0);
   cp_async_commit();
 
-  float o[D / 8][4];
+  // Warp w owns query rows 16 MT w .. 16 MT (w + 1) - 1 of the tile; m-tile t of the warp holds
+  // rows wrow + 16 t, and this thread's accumulator rows of it are lane / 4 and lane / 4 + 8.
+  const int wrow = warp * 16 * MT;
+  float o[MT][D / 8][4];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+  for (int t = 0; t < MT; ++t)
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) o[t][i][0] = o[t][i][1] = o[t][i][2] = o[t][i][3] = 0.f;
+  float m[MT][2], l[MT][2];
+#pragma unroll
+  for (int t = 0; t < MT; ++t) m[t][0] = m[t][1] = -INFINITY, l[t][0] = l[t][1] = 0.f;
   const float sl2 = p.scale * kLog2e;
-  const int row0 = warp * 16 + lane / 4;  // this thread's accumulator rows: row0 and row0 + 8
-  const int qpos0 = first_pos + qt0 + row0, qpos1 = qpos0 + 8;
-  const int warp_last_pos = first_pos + qt0 + warp * 16 + 15;
+  const int qpos_base = first_pos + qt0 + wrow + lane / 4;  // row lane / 4 of m-tile 0
+  const int warp_first_pos = first_pos + qt0 + wrow, warp_last_pos = warp_first_pos + 16 * MT - 1;
 
   // Double-buffered: the next tile's copy is in flight while this one is multiplied.
   for (int kt = 0, buf = 0; kt < num_keys; kt += kBK, buf ^= 1) {
@@ -94,97 +108,121 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
     const T* sK = sKV + size_t(buf) * 2 * kBK * LD;
     const T* sV = sK + kBK * LD;
 
-    // S = Q K^T for the warp's 16 queries x 64 keys.
-    float s[kBK / 8][4];
+    // S = Q K^T for the warp's 16 MT queries x 64 keys: each K fragment feeds MT m-tiles.
+    float s[MT][kBK / 8][4];
 #pragma unroll
-    for (int i = 0; i < kBK / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+    for (int t = 0; t < MT; ++t)
 #pragma unroll
+      for (int i = 0; i < kBK / 8; ++i) s[t][i][0] = s[t][i][1] = s[t][i][2] = s[t][i][3] = 0.f;
+#pragma unroll 2  // not fully: the per-step ldmatrix addresses would spill beside s and o
     for (int kk = 0; kk < D; kk += 16) {
-      uint32_t a[4];
-      ldsm_x4(a, sQ + (warp * 16 + lane % 16) * LD + kk + (lane / 16) * 8);
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t) ldsm_x4(a[t], sQ + (wrow + 16 * t + lane % 16) * LD + kk + (lane / 16) * 8);
 #pragma unroll
       for (int n2 = 0; n2 < kBK / 16; ++n2) {
         uint32_t kb[4];
         ldsm_x4(kb, sK + (n2 * 16 + lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
-        Mma<T>::run(s[2 * n2], a, kb[0], kb[1]);
-        Mma<T>::run(s[2 * n2 + 1], a, kb[2], kb[3]);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          Mma<T>::run(s[t][2 * n2], a[t], kb[0], kb[1]);
+          Mma<T>::run(s[t][2 * n2 + 1], a[t], kb[2], kb[3]);
+        }
       }
     }
-    // Scale, mask, online softmax over the accumulator fragments.
-    float mx0 = -INFINITY, mx1 = -INFINITY;
+    // Scale, mask (only a tile that reaches past the warp's first query or past the keys),
+    // online softmax over the accumulator fragments.
+    const bool masked = kt + kBK - 1 > warp_first_pos || kt + kBK > num_keys;
 #pragma unroll
-    for (int nt = 0; nt < kBK / 8; ++nt)
+    for (int t = 0; t < MT; ++t) {
+      const int qpos0 = qpos_base + 16 * t, qpos1 = qpos0 + 8;
+      float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int kpos = kt + nt * 8 + (lane % 4) * 2 + (e & 1);
-        const int qpos = e < 2 ? qpos0 : qpos1;
-        float v = s[nt][e] * sl2;
-        if (kpos > qpos || kpos >= num_keys) v = -INFINITY;
-        s[nt][e] = v;
-        if (e < 2) mx0 = fmaxf(mx0, v);
-        else mx1 = fmaxf(mx1, v);
+      for (int nt = 0; nt < kBK / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float v = s[t][nt][e] * sl2;
+          if (masked) {
+            const int kpos = kt + nt * 8 + (lane % 4) * 2 + (e & 1);
+            if (kpos > (e < 2 ? qpos0 : qpos1) || kpos >= num_keys) v = -INFINITY;
+          }
+          s[t][nt][e] = v;
+          if (e < 2) mx0 = fmaxf(mx0, v);
+          else mx1 = fmaxf(mx1, v);
+        }
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      const float mn0 = fmaxf(m[t][0], mx0), mn1 = fmaxf(m[t][1], mx1);
+      const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
+      const float alpha0 = exp2f(m[t][0] - base0), alpha1 = exp2f(m[t][1] - base1);
+      float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kBK / 8; ++nt) {
+        s[t][nt][0] = exp2f(s[t][nt][0] - base0);
+        s[t][nt][1] = exp2f(s[t][nt][1] - base0);
+        s[t][nt][2] = exp2f(s[t][nt][2] - base1);
+        s[t][nt][3] = exp2f(s[t][nt][3] - base1);
+        sum0 += s[t][nt][0] + s[t][nt][1];
+        sum1 += s[t][nt][2] + s[t][nt][3];
       }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-    const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-    const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
-    const float alpha0 = exp2f(m0 - base0), alpha1 = exp2f(m1 - base1);
-    float sum0 = 0.f, sum1 = 0.f;
+      l[t][0] = l[t][0] * alpha0 + sum0;  // per-thread partial sums; the quad is reduced once at the end
+      l[t][1] = l[t][1] * alpha1 + sum1;
+      m[t][0] = mn0;
+      m[t][1] = mn1;
 #pragma unroll
-    for (int nt = 0; nt < kBK / 8; ++nt) {
-      s[nt][0] = exp2f(s[nt][0] - base0);
-      s[nt][1] = exp2f(s[nt][1] - base0);
-      s[nt][2] = exp2f(s[nt][2] - base1);
-      s[nt][3] = exp2f(s[nt][3] - base1);
-      sum0 += s[nt][0] + s[nt][1];
-      sum1 += s[nt][2] + s[nt][3];
+      for (int i = 0; i < D / 8; ++i) {
+        o[t][i][0] *= alpha0;
+        o[t][i][1] *= alpha0;
+        o[t][i][2] *= alpha1;
+        o[t][i][3] *= alpha1;
+      }
     }
-    l0 = l0 * alpha0 + sum0;  // per-thread partial sums; the quad is reduced once at the end
-    l1 = l1 * alpha1 + sum1;
-    m0 = mn0;
-    m1 = mn1;
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      o[i][0] *= alpha0;
-      o[i][1] *= alpha0;
-      o[i][2] *= alpha1;
-      o[i][3] *= alpha1;
-    }
-    // O += P V: P's accumulator fragments are the A fragments of the next MMA.
+    // O += P V: P's accumulator fragments are the A fragments of the next MMA; each V fragment
+    // feeds MT m-tiles.
 #pragma unroll
     for (int k2 = 0; k2 < kBK / 16; ++k2) {
-      uint32_t a[4];
-      a[0] = Mma<T>::pack(s[2 * k2][0], s[2 * k2][1]);
-      a[1] = Mma<T>::pack(s[2 * k2][2], s[2 * k2][3]);
-      a[2] = Mma<T>::pack(s[2 * k2 + 1][0], s[2 * k2 + 1][1]);
-      a[3] = Mma<T>::pack(s[2 * k2 + 1][2], s[2 * k2 + 1][3]);
+      uint32_t a[MT][4];
+#pragma unroll
+      for (int t = 0; t < MT; ++t) {
+        a[t][0] = Mma<T>::pack(s[t][2 * k2][0], s[t][2 * k2][1]);
+        a[t][1] = Mma<T>::pack(s[t][2 * k2][2], s[t][2 * k2][3]);
+        a[t][2] = Mma<T>::pack(s[t][2 * k2 + 1][0], s[t][2 * k2 + 1][1]);
+        a[t][3] = Mma<T>::pack(s[t][2 * k2 + 1][2], s[t][2 * k2 + 1][3]);
+      }
 #pragma unroll
       for (int d2 = 0; d2 < D / 16; ++d2) {
         uint32_t vb[4];
         ldsm_x4_trans(vb, sV + (k2 * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD + d2 * 16 + (lane / 16) * 8);
-        Mma<T>::run(o[2 * d2], a, vb[0], vb[1]);
-        Mma<T>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          Mma<T>::run(o[t][2 * d2], a[t], vb[0], vb[1]);
+          Mma<T>::run(o[t][2 * d2 + 1], a[t], vb[2], vb[3]);
+        }
       }
     }
   }
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-  const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
   T* out = static_cast<T*>(p.out);
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int r = row0 + half * 8;
-    if (r >= nq) continue;
-    const float inv = half ? inv1 : inv0;
-    T* orow = out + int64_t(q0 + qt0 + r) * p.o_s0 + int64_t(h) * p.o_s1;
+  for (int t = 0; t < MT; ++t) {
+    float l0 = l[t][0], l1 = l[t][1];
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      const int d = i * 8 + (lane % 4) * 2;
-      *reinterpret_cast<uint32_t*>(orow + d) = Mma<T>::pack(o[i][2 * half] * inv, o[i][2 * half + 1] * inv);
+    for (int half = 0; half < 2; ++half) {
+      const int r = wrow + 16 * t + lane / 4 + half * 8;
+      if (r >= nq) continue;
+      const float inv = half ? inv1 : inv0;
+      T* orow = out + int64_t(q0 + qt0 + r) * p.o_s0 + int64_t(h) * p.o_s1;
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i) {
+        const int d = i * 8 + (lane % 4) * 2;
+        *reinterpret_cast<uint32_t*>(orow + d) = Mma<T>::pack(o[t][i][2 * half] * inv, o[t][i][2 * half + 1] * inv);
+      }
     }
   }
 #endif
@@ -196,7 +234,7 @@ void launch(const AttnParams& p, int B, int max_q_len, gpuStream_t st) {
   // prefill launch per layer is not a hot path.
   (void)gpuFuncSetAttribute(attn_prefill_mma_kernel<T, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
                             int(kSmemBytes<D>));
-  const dim3 grid(unsigned((max_q_len + kBQ - 1) / kBQ), unsigned(p.Hq), unsigned(B));
+  const dim3 grid(unsigned(p.Hq), unsigned(B), unsigned((max_q_len + kBQ<D> - 1) / kBQ<D>));
   attn_prefill_mma_kernel<T, D><<<grid, kThreads, kSmemBytes<D>, st>>>(p);
 }
 
