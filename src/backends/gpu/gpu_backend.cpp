@@ -27,6 +27,7 @@ void register_gpu_backend() {
   gpu::register_attention_decode_kernels();
   gpu::register_attention_mma_kernels();
   gpu::register_attention_decode_mma_kernels();
+  gpu::register_mla_mma_kernels();
   gpu::register_sampling_kernels();
 #if defined(PORTLLM_GPU_MUSA)
   const char* name = "musa";

@@ -2,6 +2,11 @@
 #pragma once
 #include "core/tensor.h"
 
+namespace portllm {
+struct MlaAttentionArgs;
+class Stream;
+}  // namespace portllm
+
 namespace portllm::gpu {
 
 void register_pointwise_kernels();
@@ -14,11 +19,15 @@ void register_moe_gemm_kernels();  // moe_gemm.cu: MOE_GEMM (grouped tiled GEMM)
 void register_matmul_fp8_kernels();  // matmul_fp8.cpp: MATMUL_FP8_BLOCK
 void register_matmul_fp8_w8a8_kernels();  // matmul_fp8_w8a8.cpp: MATMUL_FP8_BLOCK on fp8 units (cuBLASLt)
 void register_mla_kernels();  // mla_attention.cu
+void register_mla_mma_kernels();  // mla_attention_mma.cu: MLA_ATTENTION decode on tensor cores (NVIDIA only)
 void register_gdn_kernels();  // gdn.cu: GDN conv + delta rule, gated RMSNorm, sigmoid gate
 void register_attention_decode_kernels();
 void register_attention_mma_kernels();
 void register_attention_decode_mma_kernels();
 void register_sampling_kernels();  // sampling.cu: SAMPLE
+
+// The portable MLA_ATTENTION launcher (mla_attention.cu); the tensor-core decode kernel falls back to it.
+void mla_attention_portable(const MlaAttentionArgs& a, Stream& s);
 
 // Rows view of a 2-D or 3-D tensor whose last dim is contiguous (see kernel_common.cuh Rows).
 struct RowsDesc { int64_t n1, s0, s1; };

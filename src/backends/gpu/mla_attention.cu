@@ -360,6 +360,8 @@ bool mla_supports(const OpDesc& d, const DeviceCaps& c) {
 }
 }  // namespace
 
+void mla_attention_portable(const MlaAttentionArgs& a, Stream& s) { mla_attention(a, s); }
+
 void register_mla_kernels() {
   register_kernel<MlaAttentionArgs>(Op::MLA_ATTENTION, kKind, "gpu.mla_attention", 10, mla_supports, mla_attention);
 }

@@ -15,6 +15,14 @@ struct AttnShape {
 };
 OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode);
 
+// MLA_ATTENTION over a paged latent cache [NB, page, 1, Dc + Dr] (cases_mla.cpp).
+struct MlaShape {
+  std::vector<int> q_lens, ctx_lens;
+  int H, Dc, Dr, page;
+  int max_seq_len = 0;  // as AttnShape
+};
+OpCase mla_case(DType act, DType cache_dt, const MlaShape& s);
+
 struct MatmulShape { int M, N, K; bool bias; };
 // fp8 weights (wt = F8E4M3) get 128x128 block scales when block = 128, one scale when 0.
 OpCase matmul_case(DType act, DType wt, MatmulShape s, int block);

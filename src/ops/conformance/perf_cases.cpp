@@ -2,7 +2,8 @@
 // states the least bytes it must move and the FLOPs it must do, so a timing becomes a fraction of
 // the device's bandwidth or FLOP peak. Geometries: Qwen3-8B (32 q / 8 kv heads of 128, hidden
 // 4096, intermediate 12288, vocab 151936), Qwen3-30B-A3B experts (128 experts, hidden 2048,
-// moe intermediate 768, top 8) and DeepSeek-V3 (hidden 7168, intermediate 18432, fp8 128x128).
+// moe intermediate 768, top 8), DeepSeek-V3 (hidden 7168, intermediate 18432, fp8 128x128) and
+// the MLA decode of DeepSeek-V2-Lite / V3 (latent 512 + 64, 16 / 128 heads).
 #include <cmath>
 #include <limits>
 
@@ -29,6 +30,26 @@ std::vector<OpCase> attn_decode_perf(DType act) {
     c.bytes = keys * 8 * (128 + 128) * dtype_size(act) + 2.0 * s.B * 32 * 128 * dtype_size(act);
     c.flops = 2.0 * keys * 32 * (128 + 128);
     c.name += fmt::format(" max_seq_len={}", s.bound);
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+// MLA decode over the paged latent cache (Dc 512 + Dr 64, bf16/f16, the CUDA page size 16):
+// DeepSeek-V2-Lite (16 heads) at batch 1 / 4k and batch 64 / 1k, DeepSeek-V3 (128 heads) at
+// batch 1 / 4k; max_seq_len bounds as a decode graph would pass. Least bytes: every
+// latent row of every context once, plus q and out; FLOPs: scores over Dc + Dr and P V over Dc.
+std::vector<OpCase> mla_decode_perf(DType act) {
+  if (act == DType::F32) return {};  // the engine keeps 16-bit caches on GPUs
+  std::vector<OpCase> v;
+  struct S { int B, ctx, H, bound; };
+  for (S s : {S{1, 4096, 16, 8192}, S{64, 1024, 16, 2048}, S{1, 4096, 128, 8192}}) {
+    const int Dc = 512, Dr = 64;
+    MlaShape sh{std::vector<int>(size_t(s.B), 1), std::vector<int>(size_t(s.B), s.ctx), s.H, Dc, Dr, 16, s.bound};
+    OpCase c = mla_case(act, act, sh);
+    const double keys = double(s.B) * s.ctx;
+    c.bytes = keys * (Dc + Dr) * dtype_size(act) + double(s.B) * s.H * (Dc + Dr + Dc) * dtype_size(act);
+    c.flops = 2.0 * keys * s.H * (Dc + Dr + Dc);
     v.push_back(std::move(c));
   }
   return v;
@@ -189,6 +210,7 @@ std::vector<OpCase> silu_mul_perf(DType act) {
 void register_perf_cases() {
   register_perf_case_generator(Op::ATTN_DECODE, attn_decode_perf);
   register_perf_case_generator(Op::ATTN_PREFILL, attn_prefill_perf);
+  register_perf_case_generator(Op::MLA_ATTENTION, mla_decode_perf);
   register_perf_case_generator(Op::MATMUL, matmul_perf);
   register_perf_case_generator(Op::MATMUL_FP8_BLOCK, matmul_fp8_perf);
   register_perf_case_generator(Op::MOE_GEMM, moe_gemm_perf);
