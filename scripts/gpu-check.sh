@@ -4,7 +4,7 @@
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe ops perf logits engine graphs bench throughput tprofile moe serve profile musa
+# STAGEs: smi probe ops perf logits engine graphs bench throughput tprofile moe serve v2profile profile musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
 # narrows it the same way). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
@@ -161,6 +161,22 @@ if has graphs; then
   done
 fi
 
+# DeepSeek-V2-Lite model dirs under $1: v2lite-bf16 (the real config) and v2lite-fp8 (the same
+# with DeepSeek-V3's quantization_config: e4m3, 128x128 weight blocks, dynamic activations).
+# The server detokenizes its outputs, and DeepSeek-V2's tokenizer.json is not in the repo: the
+# dirs borrow DeepSeek-V3's (a superset of V2-Lite's 102400 ids; prompts are token ids).
+v2lite_dirs() {
+  mkdir -p "$1/v2lite-bf16" "$1/v2lite-fp8"
+  cp tests/data/configs/DeepSeek-V2-Lite-Chat/config.json "$1/v2lite-bf16/"
+  python3 - "$1/v2lite-fp8/config.json" <<'PY'
+import json, sys
+c = json.load(open("tests/data/configs/DeepSeek-V2-Lite-Chat/config.json"))
+c["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  for d in v2lite-bf16 v2lite-fp8; do cp tests/data/tokenizers/deepseek_v3/tokenizer*.json "$1/$d/"; done
+}
+
 if has throughput; then
   # The nano-vllm workload: 256 sequences, input and output uniform in [100, 1024], ignore_eos,
   # temperature 0.6 (bench throughput's defaults).
@@ -168,6 +184,7 @@ if has throughput; then
     --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 --kv-dtype bf16 >"$OUT/throughput.log" 2>&1
   rc=$?
   row "Qwen3-8B nano-vllm throughput (256 seqs)" "$(awk '/output tok\/s/{print "out tok/s="$3} /total tok\/s/{print "total="$3}' "$OUT/throughput.log" | tr '\n' ' ') rc=$rc"
+  row "  engine loop" "$(grep -h '^engine steps' "$OUT/throughput.log")"
 fi
 
 if has tprofile; then
@@ -216,15 +233,8 @@ if has serve; then
   # quantization_config (e4m3, 128x128 weight blocks, dynamic activations).
   # The server detokenizes its outputs, and DeepSeek-V2's tokenizer.json is not in the repo: the
   # model dirs borrow DeepSeek-V3's (a superset of V2-Lite's 102400 ids; prompts are token ids).
-  SV="$OUT/serve"; mkdir -p "$SV/v2lite-bf16" "$SV/v2lite-fp8"
-  cp tests/data/configs/DeepSeek-V2-Lite-Chat/config.json "$SV/v2lite-bf16/"
-  python3 - "$SV/v2lite-fp8/config.json" <<'PY'
-import json, sys
-c = json.load(open("tests/data/configs/DeepSeek-V2-Lite-Chat/config.json"))
-c["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128]}
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-PY
-  for d in v2lite-bf16 v2lite-fp8; do cp tests/data/tokenizers/deepseek_v3/tokenizer*.json "$SV/$d/"; done
+  SV="$OUT/serve"
+  v2lite_dirs "$SV"
   port=18123
   for spec in "bf16 $SV/v2lite-bf16" "fp8 $SV/v2lite-fp8"; do
     set -- $spec
@@ -246,6 +256,18 @@ PY
     row "DeepSeek-V2-Lite $1 GSM8K-shaped serve" "$(grep -iE 'output token throughput|output tok/s|successful|failed requests' "$SV/bench-$1.log" | tr -s ' ' | tr '\n' ' ') rc=$rc"
     grep -q '^request [0-9]* failed' "$SV/bench-$1.log" && row "  failures ($1)" "$(grep '^request [0-9]* failed' "$SV/bench-$1.log" | head -3 | tr '\n' ' ') server: $(grep -c 'ended early\|stream failed' "$SV/server-$1.log") early ends; $(tr '\n' ' ' <"$SV/metrics-$1.log")"
     port=$((port + 1))
+  done
+fi
+
+if has v2profile; then
+  # DeepSeek-V2-Lite bf16 vs block-FP8 at batch 64 (per-kernel, eager): what the FP8 serve costs.
+  v2lite_dirs "$OUT/v2p"
+  for d in bf16 fp8; do
+    PORTLLM_PROFILE_OPS=1 timeout 200 "$PL" bench latency --device cuda --load-format dummy --model "$OUT/v2p/v2lite-$d" \
+      --batch-size 64 --input-len 128 --output-len 16 --num-iters 1 --num-iters-warmup 0 --max-model-len 1024 \
+      --kv-dtype bf16 >"$OUT/profile-v2lite-$d-bs64.log" 2>&1
+    row "profile V2-Lite $d bs64 (profile-v2lite-$d-bs64.log)" "rc=$? $(awk '/^TPOT/{print "TPOT="$3"ms"} /^TTFT/{print "TTFT="$3"ms"}' "$OUT/profile-v2lite-$d-bs64.log" | tr '\n' ' ')"
+    sed -n '/== op profile/,/^$/p' "$OUT/profile-v2lite-$d-bs64.log" | head -16
   done
 fi
 

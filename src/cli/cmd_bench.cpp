@@ -104,6 +104,15 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, size_t(q * double(v.size() - 1) + 0.5))];
 }
 
+// The engine loop's time per step: on a GPU, schedule + outputs is host time between steps with
+// the device idle, and sample includes waiting for the forward pass.
+void print_step_times(const EngineStats& st) {
+  if (st.steps == 0) return;
+  const double k = 1e3 / double(st.steps);
+  std::printf("engine steps   %lld: schedule %.3f, forward %.3f, sample %.3f, outputs %.3f ms/step\n",
+              static_cast<long long>(st.steps), st.schedule_s * k, st.forward_s * k, st.sample_s * k, st.outputs_s * k);
+}
+
 struct LatencyOptions {
   EngineOptions engine;
   int batch_size = 8, input_len = 32, output_len = 128, iters = 3, warmup = 1;
@@ -210,6 +219,7 @@ void run_throughput(const ThroughputOptions& o) {
     std::printf("prefix cache   %lld of %lld prompt tokens hit; %lld preemptions; %lld KV blocks\n",
                 static_cast<long long>(st.prefix_cache_hits), static_cast<long long>(st.prefix_cache_queries),
                 static_cast<long long>(st.num_preemptions), static_cast<long long>(st.num_kv_blocks));
+    print_step_times(st);
   }
   flush_op_profile();  // PORTLLM_PROFILE_OPS=1: the per-kernel table, while the device is alive
   engine->shutdown();

@@ -103,6 +103,11 @@ struct EngineStats {
   int64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // in tokens
   int64_t num_preemptions = 0;
   int64_t requests_finished = 0;
+  // Where the engine loop's wall time goes, summed over its steps (seconds). On a GPU the forward
+  // is launched asynchronously and `sample` waits for it, so schedule + outputs is host time the
+  // device spends idle between steps.
+  int64_t steps = 0;
+  double schedule_s = 0, forward_s = 0, sample_s = 0, outputs_s = 0;
 };
 
 class Engine {

@@ -13,6 +13,11 @@
 
 namespace portllm {
 
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+}  // namespace
+
 void EngineImpl::loop() {
   Outputs outs;
   for (;;) {
@@ -25,7 +30,9 @@ void EngineImpl::loop() {
     }
     take_inbox(outs);
     if (scheduler_->has_unfinished_requests()) step(outs);
+    const auto t = Clock::now();
     deliver(outs);
+    loop_stats_.outputs_s += seconds_since(t);
   }
   take_inbox(outs);
   abort_everything(outs);
@@ -147,7 +154,15 @@ void EngineImpl::fail_step(const SchedulerOutput& out, const std::string& what, 
 }
 
 void EngineImpl::step(Outputs& outs) {
+  auto t = Clock::now();
+  auto lap = [&t](double& acc) {
+    const auto now = Clock::now();
+    acc += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
   const SchedulerOutput out = scheduler_->schedule();
+  lap(loop_stats_.schedule_s);
+  loop_stats_.steps++;
   loop_stats_.num_preemptions += int64_t(out.preempted_ids.size());
   if (out.empty()) {  // nothing can run right now; should not happen, but never spin
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -160,10 +175,12 @@ void EngineImpl::step(Outputs& outs) {
   try {
     // Logits stay on the runner's device; the SAMPLE op picks the tokens there (batch_sampler.h).
     Tensor logits = runner_->execute(out);
+    lap(loop_stats_.forward_s);
     std::vector<SampleRow> sample_in;
     sample_in.reserve(rows.size());
     for (SeqState* s : rows) sample_in.push_back({&s->owner->params, &s->sampler, s->owner->stop_ids});
     results = sample_rows(*ctx_, logits, sample_in);
+    lap(loop_stats_.sample_s);
   } catch (const std::exception& e) {
     fail_step(out, e.what(), outs);
     return;
@@ -182,6 +199,7 @@ void EngineImpl::step(Outputs& outs) {
   // n > 1: the other samples start once sample 0 has its prompt computed (they share its blocks).
   for (SeqState* s : rows)
     if (s->index == 0 && !s->owner->children_started && s->owner->params.n > 1) start_children(*s->owner, outs);
+  lap(loop_stats_.outputs_s);
 }
 
 void EngineImpl::on_token(SeqState& s, const SampleResult& res, std::optional<RequestStatus> sched_finish,

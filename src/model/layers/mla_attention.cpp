@@ -93,6 +93,14 @@ MlaAttention MlaAttention::load(WeightLoader& w, OpContext& ctx, const std::stri
   // W_UK^T per head, so that q_latent[h] = q_nope[h] @ W_UK[h] is a plain x @ W^T matmul.
   const int64_t rows = a.nope_dim + a.v_dim;
   Tensor kvb = dense_host_weight(w, p + ".kv_b_proj", H * rows, R);
+  if (w.is_fp8_linear(p + ".kv_b_proj") && (ctx.act_dtype == DType::BF16 || ctx.act_dtype == DType::F16)) {
+    // Dequantized fp8 weights are rounded to the activation dtype, as vLLM does for the absorbed
+    // W_UK / W_UV: f32 weights under bf16 activations have no BATCHED_MATMUL kernel on a GPU
+    // and would run as H mixed-dtype matmuls per projection.
+    auto buf = std::shared_ptr<char[]>(new char[size_t(kvb.numel()) * dtype_size(ctx.act_dtype)]);
+    convert_from_f32(ctx.act_dtype, kvb.ptr<float>(), buf.get(), size_t(kvb.numel()));
+    kvb = Tensor::view_of(buf.get(), ctx.act_dtype, {H * rows, R}, DeviceKind::CPU, 0, std::shared_ptr<void>(buf, buf.get()));
+  }
   const size_t es = dtype_size(kvb.dtype);
   std::vector<char> t(static_cast<size_t>(H * R * a.nope_dim) * es);
   const char* src = static_cast<const char*>(kvb.data);
