@@ -14,6 +14,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/attention_common.cuh"
+#include "backends/gpu/vec_io.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
 
@@ -27,6 +28,7 @@ constexpr int kBQ = 16, kBK = 32, kPrefillWarps = 4, kQPerWarp = kBQ / kPrefillW
 static_assert(kBK == kWarpSize, "prefill scores one key per lane");
 
 // ---- KV write ----
+// Fallback (unaligned views, odd head dims): one block per token, scalar copies.
 template <class TK, class TC>
 __global__ void kv_write_kernel(const TK* k, int64_t ks0, int64_t ks1, const TK* v, int64_t vs0, int64_t vs1,
                                 TC* kc, int64_t kc0, int64_t kc1, int64_t kc2, TC* vc, int64_t vc0, int64_t vc1,
@@ -45,6 +47,31 @@ __global__ void kv_write_kernel(const TK* k, int64_t ks0, int64_t ks1, const TK*
   }
 }
 
+// Vector path: one thread per (token, head, N-value slice) of K or of V, a flat grid-stride index
+// (K slices of a token first, then V), so a warp writes whole 16-byte runs of a cache row.
+// N = 16 bytes of the narrower of the two dtypes (f32 <-> bf16 pairings read or write 32 bytes).
+template <class TK, class TC, int N>
+__global__ void __launch_bounds__(256) kv_write_vec_kernel(const TK* k, int64_t ks0, int64_t ks1, const TK* v,
+                                                           int64_t vs0, int64_t vs1, TC* kc, int64_t kc0, int64_t kc1,
+                                                           int64_t kc2, TC* vc, int64_t vc0, int64_t vc1, int64_t vc2,
+                                                           const int32_t* slots, int page, uint32_t dk_n, uint32_t dv_n,
+                                                           uint32_t ik, uint32_t per_tok, uint32_t n) {
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const uint32_t t = i / per_tok, rem = i - t * per_tok;
+    const int32_t slot = slots[t];
+    if (slot < 0) continue;  // padding token
+    const int64_t blk = slot / page, off = slot % page;
+    const bool is_k = rem < ik;
+    const uint32_t e = is_k ? rem : rem - ik, dn = is_k ? dk_n : dv_n;
+    const uint32_t h = e / dn, d = (e - h * dn) * N;
+    const TK* src = is_k ? k + (int64_t(t) * ks0 + int64_t(h) * ks1 + d) : v + (int64_t(t) * vs0 + int64_t(h) * vs1 + d);
+    TC* dst = is_k ? kc + (blk * kc0 + off * kc1 + int64_t(h) * kc2 + d) : vc + (blk * vc0 + off * vc1 + int64_t(h) * vc2 + d);
+    float f[N];
+    load_vec<TK, N>(src, f);
+    store_vec<TC, N>(dst, f);
+  }
+}
+
 void kv_write(const KvWriteArgs& a, Stream& s) {
   const int64_t T = a.k.size(0);
   if (T == 0) return;
@@ -52,12 +79,26 @@ void kv_write(const KvWriteArgs& a, Stream& s) {
     dispatch_float(a.k_cache.dtype, [&](auto tc) {
       using TK = typename decltype(tk)::type;
       using TC = typename decltype(tc)::type;
-      kv_write_kernel<TK, TC><<<unsigned(T), 256, 0, native_stream(s)>>>(
-          a.k.ptr<TK>(), a.k.strides[0], a.k.strides[1], a.v.ptr<TK>(), a.v.strides[0], a.v.strides[1],
-          a.k_cache.ptr<TC>(), a.k_cache.strides[0], a.k_cache.strides[1], a.k_cache.strides[2],
-          a.v_cache.ptr<TC>(), a.v_cache.strides[0], a.v_cache.strides[1], a.v_cache.strides[2],
-          a.slot_mapping.ptr<int32_t>(), int(a.k_cache.size(1)), int(a.k.size(1)), int(a.k.size(2)),
-          int(a.v.size(2)));
+      constexpr int N = std::max(kVec16<TK>, kVec16<TC>);
+      const int64_t H = a.k.size(1), Dk = a.k.size(2), Dv = a.v.size(2);
+      const int64_t ik = H * (Dk / N), per_tok = ik + H * (Dv / N), n = T * per_tok;
+      const bool vec = vec_view(a.k, N) && vec_view(a.v, N) && vec_view(a.k_cache, N) && vec_view(a.v_cache, N) &&
+                       n > 0 && n < (int64_t(1) << 31);
+      if (vec) {
+        constexpr int kThreads = 256;
+        kv_write_vec_kernel<TK, TC, N><<<wave_grid(s, (n + kThreads - 1) / kThreads, kThreads), kThreads, 0, native_stream(s)>>>(
+            a.k.ptr<TK>(), a.k.strides[0], a.k.strides[1], a.v.ptr<TK>(), a.v.strides[0], a.v.strides[1],
+            a.k_cache.ptr<TC>(), a.k_cache.strides[0], a.k_cache.strides[1], a.k_cache.strides[2],
+            a.v_cache.ptr<TC>(), a.v_cache.strides[0], a.v_cache.strides[1], a.v_cache.strides[2],
+            a.slot_mapping.ptr<int32_t>(), int(a.k_cache.size(1)), uint32_t(Dk / N), uint32_t(Dv / N), uint32_t(ik),
+            uint32_t(per_tok), uint32_t(n));
+      } else {
+        kv_write_kernel<TK, TC><<<unsigned(T), 256, 0, native_stream(s)>>>(
+            a.k.ptr<TK>(), a.k.strides[0], a.k.strides[1], a.v.ptr<TK>(), a.v.strides[0], a.v.strides[1],
+            a.k_cache.ptr<TC>(), a.k_cache.strides[0], a.k_cache.strides[1], a.k_cache.strides[2],
+            a.v_cache.ptr<TC>(), a.v_cache.strides[0], a.v_cache.strides[1], a.v_cache.strides[2],
+            a.slot_mapping.ptr<int32_t>(), int(a.k_cache.size(1)), int(H), int(Dk), int(Dv));
+      }
     });
   });
   check_launch("kv_write");

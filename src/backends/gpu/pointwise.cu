@@ -1,13 +1,16 @@
 // Row-wise and elementwise kernels: embedding / row gather, RMSNorm (plain and fused with the
 // residual add; 2-D rows or 3-D strided head views), RoPE, SiLU-and-mul, add, argmax, softmax,
 // plus the dtype conversion and bias broadcast the matmul path uses. Math is in float whatever
-// the storage dtype; rounding points match the reference kernels (ops/ref).
+// the storage dtype; rounding points match the reference kernels (ops/ref). RMSNorm, RoPE and the
+// elementwise ops take 16-byte accesses when the views allow it (vec_io.cuh, checked at launch)
+// and scalar ones otherwise; their grids are one wave of the device and blocks loop.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/vec_io.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
 
@@ -57,8 +60,98 @@ void embed(const EmbedArgs& a, Stream& s) {
 }
 
 // ---- RMSNorm ----
-// One block per row. fused: residual = round(residual + x) first, as the reference does.
-// Rows wider than 8192: a loop over the row (twice).
+// Rows are served by groups of G threads. Rows of at most 128 accesses (head-dim rows: q/k norm
+// over [T, H, D] views, D <= 1024 in bf16) take G a power of two up to 32 and several rows per
+// 128-thread block, reduced by shuffles inside the group; wider rows take the whole block (G =
+// blockDim.x, a multiple of the warp; block reduction). Each thread holds NVT accesses of N values
+// (N = 16 bytes' worth when the views allow it, else 1): access k of lane l covers values
+// [(k * G + l) * N, +N), so a group's accesses are contiguous. All of a row's loads are in flight
+// before anything is stored (a load-store loop serializes on possible aliasing of x and the
+// residual: a 4096-wide decode row took ~7 us instead of ~2). Blocks loop over rows, the grid one
+// wave of the device. fused: residual = round(residual + x) first, as the reference does.
+// Row r of a view sits at (r / n1) * s0 + (r % n1) * s1 (n1 shared by all views of a call).
+struct RowView {
+  int64_t s0, s1;
+};
+
+template <class TA, class TW, bool kFused, int N, int NVT>
+__global__ void __launch_bounds__(512) rms_norm_rows_kernel(TA* out, RowView ro, const TA* x, RowView rx, TA* res,
+                                                            RowView rr, const TW* w, uint32_t n1, uint32_t R, int D,
+                                                            int G, float eps, float offset) {
+  __shared__ float red[32];
+  const int nv = D / N;
+  const int lane = int(threadIdx.x) % G, rpb = int(blockDim.x) / G, sub = int(threadIdx.x) / G;
+  // Short rows keep their slice of the weight in registers across the row loop.
+  constexpr bool kHoist = NVT * N <= 16;
+  float wv[NVT][N];
+  if constexpr (kHoist) {
+#pragma unroll
+    for (int k = 0; k < NVT; ++k)
+      if ((k * G + lane) < nv) load_vec<TW, N>(w + (k * G + lane) * N, wv[k]);
+  }
+  // The loop bound is uniform over the block, so every lane reaches the shuffles and barriers.
+  for (uint32_t base = blockIdx.x * uint32_t(rpb); base < R; base += gridDim.x * uint32_t(rpb)) {
+    const uint32_t r = base + uint32_t(sub);
+    const bool ok = r < R;
+    const uint32_t ra = r / n1, rb = r - ra * n1;
+    const TA* xr = x + (int64_t(ra) * rx.s0 + int64_t(rb) * rx.s1);
+    TA* orow = out + (int64_t(ra) * ro.s0 + int64_t(rb) * ro.s1);
+    TA* rrow = kFused ? res + (int64_t(ra) * rr.s0 + int64_t(rb) * rr.s1) : nullptr;
+    float v[NVT][N];
+#pragma unroll
+    for (int k = 0; k < NVT; ++k) {
+      const int j = k * G + lane;
+      if (ok && j < nv) {
+        load_vec<TA, N>(xr + j * N, v[k]);
+        if constexpr (kFused) {
+          float rv[N];
+          load_vec<TA, N>(rrow + j * N, rv);
+#pragma unroll
+          for (int e = 0; e < N; ++e) v[k][e] += rv[e];
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < N; ++e) v[k][e] = 0.f;
+      }
+    }
+    float ss = 0;
+#pragma unroll
+    for (int k = 0; k < NVT; ++k) {
+      const int j = k * G + lane;
+      if (kFused && ok && j < nv) {
+#pragma unroll
+        for (int e = 0; e < N; ++e) v[k][e] = round_to<TA>(v[k][e]);  // the residual stream keeps the activation dtype
+        store_vec<TA, N>(rrow + j * N, v[k]);
+      }
+#pragma unroll
+      for (int e = 0; e < N; ++e) ss += v[k][e] * v[k][e];
+    }
+    if (G <= kWarpSize) {
+      for (int m = G >> 1; m > 0; m >>= 1) ss += gpu_shfl_xor(ss, m);
+    } else {
+      ss = block_sum(ss, red);
+    }
+    const float inv = rsqrtf(ss / float(D) + eps);
+#pragma unroll
+    for (int k = 0; k < NVT; ++k) {
+      const int j = k * G + lane;
+      if (ok && j < nv) {
+        float wk[N], o[N];
+        if constexpr (kHoist) {
+#pragma unroll
+          for (int e = 0; e < N; ++e) wk[e] = wv[k][e];
+        } else {
+          load_vec<TW, N>(w + j * N, wk);
+        }
+#pragma unroll
+        for (int e = 0; e < N; ++e) o[e] = v[k][e] * inv * (offset + wk[e]);
+        store_vec<TA, N>(orow + j * N, o);
+      }
+    }
+  }
+}
+
+// Any row width and any Rows views (the fallback): one block per row, a loop over the row (twice).
 template <class TA, class TW, bool kFused>
 __global__ void rms_norm_kernel(TA* out, Rows ro, const TA* x, Rows rx, TA* res, Rows rr, const TW* w, int64_t D,
                                 float eps, float offset) {
@@ -82,42 +175,30 @@ __global__ void rms_norm_kernel(TA* out, Rows ro, const TA* x, Rows rx, TA* res,
   for (int64_t j = threadIdx.x; j < D; j += blockDim.x) orow[j] = cvt<TA>(ld(src, j) * inv * (offset + ld(w, j)));
 }
 
-// The row held in registers: each thread loads its EPT elements (threads apart, so a warp's
-// loads coalesce) before anything is stored, so all of a row's loads are in flight at once; a
-// load-store loop serializes on possible aliasing between x and the residual and made a 4096-wide
-// decode row take ~7 us instead of ~2.
-template <class TA, class TW, bool kFused, int EPT>
-__global__ void rms_norm_reg_kernel(TA* out, Rows ro, const TA* x, Rows rx, TA* res, Rows rr, const TW* w, int D,
-                                    float eps, float offset) {
-  __shared__ float red[32];
-  const int64_t r = blockIdx.x;
-  const TA* xr = x + rx.off(r);
-  TA* orow = out + ro.off(r);
-  TA* rrow = kFused ? res + rr.off(r) : nullptr;
-  float v[EPT];
-#pragma unroll
-  for (int k = 0; k < EPT; ++k) {
-    const int j = threadIdx.x + k * blockDim.x;
-    v[k] = j < D ? ld(xr, j) : 0.f;
-    if (kFused && j < D) v[k] += ld(rrow, j);
+// How a call's rows map onto groups (see rms_norm_rows_kernel); nvt = 0: the fallback kernel.
+struct NormPlan {
+  int nvt = 0, group = 0, threads = 0;
+};
+NormPlan plan_norm(int64_t nv) {
+  NormPlan p;
+  constexpr int kRowsBlock = kWarpSize > 128 ? kWarpSize : 128;
+  if (nv <= 128) {
+    p.nvt = nv >= 32 ? 4 : nv >= 16 ? 2 : 1;
+    const int64_t per = (nv + p.nvt - 1) / p.nvt;
+    p.group = 1;
+    while (p.group < per) p.group *= 2;
+    p.threads = kRowsBlock;
+    return p;
   }
-  float ss = 0;
-#pragma unroll
-  for (int k = 0; k < EPT; ++k) {
-    const int j = threadIdx.x + k * blockDim.x;
-    if (kFused && j < D) {
-      const TA sum = cvt<TA>(v[k]);  // the residual stream keeps the activation dtype
-      rrow[j] = sum;
-      v[k] = ld(&sum, 0);
+  for (int nvt : {4, 8}) {
+    const int64_t threads = ((nv + nvt - 1) / nvt + kWarpSize - 1) / kWarpSize * kWarpSize;
+    if (threads <= 512) {
+      p.nvt = nvt;
+      p.group = p.threads = int(threads);
+      return p;
     }
-    ss += v[k] * v[k];
   }
-  const float inv = rsqrtf(block_sum(ss, red) / float(D) + eps);
-#pragma unroll
-  for (int k = 0; k < EPT; ++k) {
-    const int j = threadIdx.x + k * blockDim.x;
-    if (j < D) orow[j] = cvt<TA>(v[k] * inv * (offset + ld(w, j)));
-  }
+  return p;
 }
 
 template <bool kFused>
@@ -125,9 +206,16 @@ void rms_norm_launch(const Tensor& out, const Tensor& x, const Tensor& res, cons
                      Stream& s) {
   const int64_t R = x.num_rows(), D = x.size(-1);
   if (R == 0) return;
-  // Rows up to 8192 wide stay in registers: about 8 elements per thread, whole warps.
-  const int threads = int(std::min<int64_t>(1024, std::max<int64_t>(kWarpSize, (D / 8 + kWarpSize - 1) / kWarpSize * kWarpSize)));
-  const int64_t ept = (D + threads - 1) / threads;
+  // One n1 for all views: a 2-D view (n1 = 1, row stride s0) reads as n1 rows of stride s0.
+  const RowsDesc dx = rows_of(x), dout = rows_of(out), dres = kFused ? rows_of(res) : dx;
+  int64_t n1 = 1;
+  bool same_n1 = true;
+  for (const RowsDesc& d : {dx, dout, dres}) {
+    if (d.n1 == 1) continue;
+    if (n1 == 1) n1 = d.n1;
+    else if (n1 != d.n1) same_n1 = false;
+  }
+  auto view = [&](const RowsDesc& d) { return d.n1 == n1 ? RowView{d.s0, d.s1} : RowView{d.s0 * n1, d.s0}; };
   dispatch_float(x.dtype, [&](auto ta) {
     dispatch_float(w.dtype, [&](auto tw) {
       using TA = typename decltype(ta)::type;
@@ -135,20 +223,34 @@ void rms_norm_launch(const Tensor& out, const Tensor& x, const Tensor& res, cons
       TA* o = out.ptr<TA>();
       const TA* xp = x.ptr<TA>();
       TA* rp = kFused ? res.ptr<TA>() : nullptr;
-      const Rows rr = kFused ? to_rows(res) : Rows{};
       const TW* wp = w.ptr<TW>();
-      auto reg = [&](auto ept_tag) {
-        constexpr int E = decltype(ept_tag)::value;
-        rms_norm_reg_kernel<TA, TW, kFused, E>
-            <<<unsigned(R), threads, 0, st(s)>>>(o, to_rows(out), xp, to_rows(x), rp, rr, wp, int(D), eps, off);
-      };
-      if (ept <= 1) reg(std::integral_constant<int, 1>{});
-      else if (ept <= 2) reg(std::integral_constant<int, 2>{});
-      else if (ept <= 4) reg(std::integral_constant<int, 4>{});
-      else if (ept <= 8) reg(std::integral_constant<int, 8>{});
-      else
+      constexpr int V = kVec16<TA>;
+      const bool vec = vec_view(x, V) && vec_view(out, V) && (!kFused || vec_view(res, V)) && vec_view(w, V);
+      const int n = vec ? V : 1;
+      const NormPlan p = plan_norm(D / n);
+      if (p.nvt == 0 || !same_n1 || R >= (int64_t(1) << 31) || n1 >= (int64_t(1) << 31)) {
+        const Rows rr = kFused ? to_rows(res) : Rows{};
         rms_norm_kernel<TA, TW, kFused><<<unsigned(R), 256, 0, st(s)>>>(o, to_rows(out), xp, to_rows(x), rp, rr, wp, D,
                                                                          eps, off);
+        return;
+      }
+      const int64_t rows_per_block = p.threads / p.group;
+      const unsigned grid = wave_grid(s, (R + rows_per_block - 1) / rows_per_block, p.threads);
+      auto go = [&](auto n_tag, auto nvt_tag) {
+        constexpr int kN = decltype(n_tag)::value, kNvt = decltype(nvt_tag)::value;
+        rms_norm_rows_kernel<TA, TW, kFused, kN, kNvt><<<grid, unsigned(p.threads), 0, st(s)>>>(
+            o, view(dout), xp, view(dx), rp, view(dres), wp, uint32_t(n1), uint32_t(R), int(D), p.group, eps, off);
+      };
+      auto with_n = [&](auto n_tag) {
+        switch (p.nvt) {
+          case 1: go(n_tag, std::integral_constant<int, 1>{}); break;
+          case 2: go(n_tag, std::integral_constant<int, 2>{}); break;
+          case 4: go(n_tag, std::integral_constant<int, 4>{}); break;
+          default: go(n_tag, std::integral_constant<int, 8>{}); break;
+        }
+      };
+      if (vec) with_n(std::integral_constant<int, V>{});
+      else with_n(std::integral_constant<int, 1>{});
     });
   });
   check_launch("rms_norm");
@@ -160,6 +262,49 @@ void add_rms_norm(const AddRmsNormArgs& a, Stream& s) {
 }
 
 // ---- RoPE ----
+// Vector path: one thread per (token, head, N-value slice): N consecutive NeoX pairs (i, i + half),
+// or the N/2 interleaved pairs inside N consecutive values; cos/sin read as f32 vectors (the rows
+// of a token are shared by its heads, so they come from L1/L2). Tokens, heads and slices are one
+// flat grid-stride index. Values past rot_dim are not touched.
+template <class T, bool kInter>
+__global__ void __launch_bounds__(256) rope_vec_kernel(T* q, int64_t qs0, int64_t qs1, uint32_t hq, T* k, int64_t ks0,
+                                                       int64_t ks1, const int32_t* pos, const float* cs, int64_t cs_ld,
+                                                       int half, uint32_t per_head, uint32_t per_tok, uint32_t n) {
+  constexpr int N = kVec16<T>;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const uint32_t t = i / per_tok, rem = i - t * per_tok, h = rem / per_head, i0 = (rem - h * per_head) * N;
+    T* v = h < hq ? q + (int64_t(t) * qs0 + int64_t(h) * qs1) : k + (int64_t(t) * ks0 + int64_t(h - hq) * ks1);
+    const float* row = cs + int64_t(pos[t]) * cs_ld;
+    if constexpr (!kInter) {
+      float x1[N], x2[N], c[N], sn[N], o1[N], o2[N];
+      load_vec<T, N>(v + i0, x1);
+      load_vec<T, N>(v + i0 + half, x2);
+      load_vec<float, N>(row + i0, c);
+      load_vec<float, N>(row + half + i0, sn);
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        o1[e] = x1[e] * c[e] - x2[e] * sn[e];
+        o2[e] = x2[e] * c[e] + x1[e] * sn[e];
+      }
+      store_vec<T, N>(v + i0, o1);
+      store_vec<T, N>(v + i0 + half, o2);
+    } else {
+      float xv[N], c[N / 2], sn[N / 2], o[N];
+      load_vec<T, N>(v + i0, xv);
+      load_vec<float, N / 2>(row + i0 / 2, c);
+      load_vec<float, N / 2>(row + half + i0 / 2, sn);
+#pragma unroll
+      for (int e = 0; e < N / 2; ++e) {
+        const float x1 = xv[2 * e], x2 = xv[2 * e + 1];
+        o[2 * e] = x1 * c[e] - x2 * sn[e];
+        o[2 * e + 1] = x2 * c[e] + x1 * sn[e];
+      }
+      store_vec<T, N>(v + i0, o);
+    }
+  }
+}
+
+// Fallback (any rot_dim, unaligned views): one block per token, scalar pairs.
 template <class T>
 __global__ void rope_kernel(T* q, int64_t qs0, int64_t qs1, int hq, T* k, int64_t ks0, int64_t ks1, int hk,
                             const int32_t* pos, const float* cs, int64_t cs_ld, int half, bool inter) {
@@ -181,25 +326,72 @@ void rope(const RopeArgs& a, Stream& s) {
   if (ntok == 0) return;
   const bool has_k = a.k.defined();
   if (has_k && a.k.dtype != a.q.dtype) fail("rope: q and k dtypes differ");
+  const int half = a.rot_dim / 2;
+  const int64_t hq = a.q.size(1), hk = has_k ? a.k.size(1) : 0;
   dispatch_float(a.q.dtype, [&](auto tq) {
     using T = typename decltype(tq)::type;
-    rope_kernel<T><<<unsigned(ntok), 128, 0, st(s)>>>(
-        a.q.ptr<T>(), a.q.strides[0], a.q.strides[1], int(a.q.size(1)), has_k ? a.k.ptr<T>() : nullptr,
-        has_k ? a.k.strides[0] : 0, has_k ? a.k.strides[1] : 0, has_k ? int(a.k.size(1)) : 0,
-        a.positions.ptr<int32_t>(), a.cos_sin.ptr<float>(), a.cos_sin.strides[0], a.rot_dim / 2, a.interleaved);
+    constexpr int N = kVec16<T>;
+    const Tensor& cs = a.cos_sin;
+    const int64_t per_head = a.interleaved ? a.rot_dim / N : half / N;
+    const int64_t n = ntok * (hq + hk) * per_head;
+    const bool vec = (a.interleaved ? a.rot_dim % N == 0 : half % N == 0) && half % 4 == 0 && vec_view(a.q, N) &&
+                     (!has_k || vec_view(a.k, N)) && aligned16(cs.data) && cs.strides[0] % 4 == 0 && per_head > 0 &&
+                     n < (int64_t(1) << 31);
+    T* kp = has_k ? a.k.ptr<T>() : nullptr;
+    const int64_t ks0 = has_k ? a.k.strides[0] : 0, ks1 = has_k ? a.k.strides[1] : 0;
+    if (vec) {
+      constexpr int kThreads = 256;
+      const unsigned grid = wave_grid(s, (n + kThreads - 1) / kThreads, kThreads);
+      auto go = [&](auto inter) {
+        rope_vec_kernel<T, decltype(inter)::value><<<grid, kThreads, 0, st(s)>>>(
+            a.q.ptr<T>(), a.q.strides[0], a.q.strides[1], uint32_t(hq), kp, ks0, ks1, a.positions.ptr<int32_t>(),
+            cs.ptr<float>(), cs.strides[0], half, uint32_t(per_head), uint32_t((hq + hk) * per_head), uint32_t(n));
+      };
+      if (a.interleaved) go(std::true_type{});
+      else go(std::false_type{});
+    } else {
+      rope_kernel<T><<<unsigned(ntok), 128, 0, st(s)>>>(a.q.ptr<T>(), a.q.strides[0], a.q.strides[1], int(hq), kp, ks0,
+                                                        ks1, int(hk), a.positions.ptr<int32_t>(), cs.ptr<float>(),
+                                                        cs.strides[0], half, a.interleaved);
+    }
   });
   check_launch("rope");
 }
 
-// ---- elementwise ----
-template <class T, bool kSilu>
-__global__ void binary_kernel(T* out, int64_t ld_o, const T* a, int64_t ld_a, const T* b, int64_t ld_b, int64_t R,
-                              int64_t C) {
-  const int64_t n = R * C;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / C, c = i % C;
-    const float x = ld(a, r * ld_a + c), y = ld(b, r * ld_b + c);
-    out[r * ld_o + c] = cvt<T>(kSilu ? x / (1.f + __expf(-x)) * y : x + y);
+// ---- elementwise (SILU_MUL, ADD) ----
+// Rows on grid y (each block loops over rows, U rows' loads in flight per thread), N-value slices
+// of a row on grid x; no index division. N = 16 bytes' worth when every view allows it, else 1.
+template <bool kSilu>
+__device__ __forceinline__ float binop(float x, float y) {
+  return kSilu ? x / (1.f + __expf(-x)) * y : x + y;
+}
+
+template <class T, bool kSilu, int N, int U>
+__global__ void __launch_bounds__(256) binary_kernel(T* out, int64_t ld_o, const T* a, int64_t ld_a, const T* b,
+                                                     int64_t ld_b, int64_t R, int64_t CV) {
+  const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= CV) return;
+  const int64_t col = c * N, step = gridDim.y;
+  for (int64_t r0 = blockIdx.y; r0 < R; r0 += step * U) {
+    float x[U][N], y[U][N];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t r = r0 + u * step;
+      if (r < R) {
+        load_vec<T, N>(a + r * ld_a + col, x[u]);
+        load_vec<T, N>(b + r * ld_b + col, y[u]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t r = r0 + u * step;
+      if (r < R) {
+        float o[N];
+#pragma unroll
+        for (int e = 0; e < N; ++e) o[e] = binop<kSilu>(x[u][e], y[u][e]);
+        store_vec<T, N>(out + r * ld_o + col, o);
+      }
+    }
   }
 }
 
@@ -209,8 +401,20 @@ void binary(const Tensor& out, const Tensor& a, const Tensor& b, Stream& s) {
   if (R * C == 0) return;
   dispatch_float(out.dtype, [&](auto tt) {
     using T = typename decltype(tt)::type;
-    binary_kernel<T, kSilu><<<grid_for(R * C, 256), 256, 0, st(s)>>>(out.ptr<T>(), out.strides[0], a.ptr<T>(),
-                                                                     a.strides[0], b.ptr<T>(), b.strides[0], R, C);
+    constexpr int V = kVec16<T>, kThreads = 256, kU = 2;
+    const bool vec = vec_view(out, V) && vec_view(a, V) && vec_view(b, V);
+    const int64_t CV = vec ? C / V : C;
+    const int64_t bx = (CV + kThreads - 1) / kThreads;
+    // One wave of blocks in all, rows spread over grid y (each block then loops over its rows).
+    const int64_t wave = wave_grid(s, int64_t(1) << 40, kThreads);
+    const int64_t by = std::clamp<int64_t>(std::min<int64_t>((R + kU - 1) / kU, wave / bx), 1, 65535);
+    const dim3 grid{unsigned(bx), unsigned(by)};
+    auto go = [&](auto n_tag) {
+      binary_kernel<T, kSilu, decltype(n_tag)::value, kU><<<grid, kThreads, 0, st(s)>>>(
+          out.ptr<T>(), out.strides[0], a.ptr<T>(), a.strides[0], b.ptr<T>(), b.strides[0], R, CV);
+    };
+    if (vec) go(std::integral_constant<int, V>{});
+    else go(std::integral_constant<int, 1>{});
   });
   check_launch(kSilu ? "silu_mul" : "add");
 }

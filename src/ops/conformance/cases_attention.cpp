@@ -171,6 +171,66 @@ std::vector<OpCase> kv_write_cases(DType act) {
       v.push_back(std::move(c));
     }
   }
+  // K and V as head views of one fused qkv row (the models' layout): 16-byte vectors with enough
+  // tokens that blocks loop; a head dim of 36 (scalar path in bf16/f16); and MLA's latent row
+  // without padding (c at column 0, k_pe at column Dc: the vector path).
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
+    if (act != DType::F32 && cache_dt != act) continue;
+    for (auto [T, Hq, H, D, page] : {std::tuple{1100, 4, 8, 128, 16}, {9, 2, 2, 36, 16}}) {
+      CaseRng r(uint64_t(T * 7 + H + D + page + int(cache_dt) + 2000));
+      const int nb = (T + page - 1) / page + 3, W = (Hq + 2 * H) * D;
+      std::vector<int32_t> slots(static_cast<size_t>(nb * page));
+      std::iota(slots.begin(), slots.end(), 0);
+      for (int i = nb * page - 1; i > 0; --i) std::swap(slots[size_t(i)], slots[size_t(r.integer(0, i))]);
+      slots.resize(size_t(T));
+      slots[1] = -1;
+      OpCase c;
+      c.op = Op::KV_WRITE;
+      c.name = fmt::format("qkv views T={} H={} D={} page={} cache={}", T, H, D, page, dtype_name(cache_dt));
+      c.tol = 0;
+      c.tensors = {r.tensor(act, {T, W}), r.tensor(cache_dt, {nb, page, H, D}), r.tensor(cache_dt, {nb, page, H, D}),
+                   r.ints(slots, {T})};
+      c.outputs = {1, 2};
+      const int64_t hq = Hq, h = H, d = D;
+      c.invoke = [=](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        auto heads = [&](int64_t col0) {
+          Tensor x = t[0].slice(1, col0, h * d);
+          x.ndim = 3;
+          x.shape = {t[0].shape[0], h, d, 0, 0};
+          x.strides = {t[0].strides[0], d, 1, 0, 0};
+          return x;
+        };
+        KvWriteArgs a{heads(hq * d), heads((hq + h) * d), t[1], t[2], t[3]};
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+    const int T = 11, Dc = 512, Dr = 64, page = 16, nb = 3;
+    CaseRng r(uint64_t(T + Dc + int(cache_dt) + 3000));
+    std::vector<int32_t> slots(static_cast<size_t>(nb * page));
+    std::iota(slots.begin(), slots.end(), 0);
+    for (int i = nb * page - 1; i > 0; --i) std::swap(slots[size_t(i)], slots[size_t(r.integer(0, i))]);
+    slots.resize(size_t(T));
+    slots[4] = -1;
+    OpCase c;
+    c.op = Op::KV_WRITE;
+    c.name = fmt::format("MLA latent unpadded T={} Dc={} Dr={} page={} cache={}", T, Dc, Dr, page, dtype_name(cache_dt));
+    c.tol = 0;
+    c.tensors = {r.tensor(act, {T, Dc + Dr}), r.tensor(cache_dt, {nb, page, 1, Dc + Dr}), r.ints(slots, {T})};
+    c.outputs = {1};
+    c.invoke = [=](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      auto heads1 = [&](int64_t col0, int64_t d) {
+        Tensor x = t[0].slice(1, col0, d);
+        x.ndim = 3;
+        x.shape = {t[0].shape[0], 1, d, 0, 0};
+        x.strides = {t[0].strides[0], d, 1, 0, 0};
+        return x;
+      };
+      KvWriteArgs a{heads1(0, Dc), heads1(Dc, Dr), t[1].slice(3, 0, Dc), t[1].slice(3, Dc, Dr), t[2]};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
   return v;
 }
 }  // namespace

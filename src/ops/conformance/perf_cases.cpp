@@ -161,19 +161,90 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
   return v;
 }
 
-// The small per-layer kernels of a decode step (one token, or 256): their time is mostly launch
-// and tail latency, which is what decode graphs and fusion are after.
+// Qwen3-8B's per-layer row and elementwise kernels, at decode (1 token, 256) and prefill (2048
+// tokens) sizes, on the views the model passes: q/k heads inside the fused qkv row (32 q + 8 kv
+// heads of 128: [T, 6144]), gate/up as the halves of the gate_up row. Bytes: what must be read
+// and written once (in place: read + write of the touched values).
+constexpr int kQ8Hq = 32, kQ8Hkv = 8, kQ8D = 128, kQ8Qkv = (kQ8Hq + 2 * kQ8Hkv) * kQ8D, kQ8Hidden = 4096,
+              kQ8Inter = 12288;
+
+Tensor heads_view(const Tensor& t, int64_t col0, int64_t H, int64_t D) {
+  Tensor x = t.slice(1, col0, H * D);
+  x.ndim = 3;
+  x.shape = {t.shape[0], H, D, 0, 0};
+  x.strides = {t.strides[0], D, 1, 0, 0};
+  return x;
+}
+
+std::vector<OpCase> silu_mul_perf(DType act) {
+  std::vector<OpCase> v;
+  for (int T : {1, 256, 2048}) {
+    CaseRng r(uint64_t(T + 7));
+    OpCase c;
+    c.op = Op::SILU_MUL;
+    c.name = fmt::format("T={} I={} (gate_up views)", T, kQ8Inter);
+    c.tensors = {CaseRng::filled(act, {T, kQ8Inter}, kNaN), r.tensor(act, {T, 2 * kQ8Inter})};
+    c.outputs = {0};
+    c.bytes = 3.0 * T * kQ8Inter * dtype_size(act);
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      SiluMulArgs a{t[0], t[1].slice(1, 0, kQ8Inter), t[1].slice(1, kQ8Inter, kQ8Inter)};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+// q norm and k norm (in place on the qkv row's heads), and the hidden-size norm of 2-D rows.
+std::vector<OpCase> rms_norm_perf(DType act) {
+  std::vector<OpCase> v;
+  for (int T : {1, 2048}) {
+    for (auto [col0, H] : {std::pair{0, kQ8Hq}, std::pair{kQ8Hq * kQ8D, kQ8Hkv}}) {
+      CaseRng r(uint64_t(T * 3 + H));
+      OpCase c;
+      c.op = Op::RMS_NORM;
+      c.name = fmt::format("{} norm T={} [T, {}, {}] view of [T, {}]", col0 == 0 ? "q" : "k", T, H, kQ8D, kQ8Qkv);
+      c.tensors = {r.tensor(act, {T, kQ8Qkv}), r.tensor(act, {kQ8D}, 0.5, 1.5)};
+      c.outputs = {0};
+      c.bytes = (2.0 * T * H + 1) * kQ8D * dtype_size(act);
+      const int64_t c0 = col0, h = H;
+      c.invoke = [c0, h](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        Tensor x = heads_view(t[0], c0, h, kQ8D);
+        RmsNormArgs a{x, x, t[1]};
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
+  for (int R : {1, 2048}) {
+    CaseRng r(uint64_t(R) + 5);
+    OpCase c;
+    c.op = Op::RMS_NORM;
+    c.name = fmt::format("R={} D={}", R, kQ8Hidden);
+    c.tensors = {CaseRng::filled(act, {R, kQ8Hidden}, kNaN), r.tensor(act, {R, kQ8Hidden}),
+                 r.tensor(act, {kQ8Hidden}, 0.5, 1.5)};
+    c.outputs = {0};
+    c.bytes = (2.0 * R + 1) * kQ8Hidden * dtype_size(act);
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      RmsNormArgs a{t[0], t[1], t[2]};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
 std::vector<OpCase> add_rms_norm_perf(DType act) {
   std::vector<OpCase> v;
-  for (int R : {1, 256}) {
+  for (int R : {1, 256, 2048}) {
     CaseRng r(uint64_t(R) + 11);
     OpCase c;
     c.op = Op::ADD_RMS_NORM;
-    c.name = fmt::format("R={} D=4096", R);
-    c.tensors = {r.tensor(act, {R, 4096}), CaseRng::filled(act, {R, 4096}, kNaN), r.tensor(act, {R, 4096}),
-                 r.tensor(act, {4096})};
+    c.name = fmt::format("R={} D={}", R, kQ8Hidden);
+    c.tensors = {r.tensor(act, {R, kQ8Hidden}), CaseRng::filled(act, {R, kQ8Hidden}, kNaN),
+                 r.tensor(act, {R, kQ8Hidden}), r.tensor(act, {kQ8Hidden})};
     c.outputs = {0, 1};
-    c.bytes = 4.0 * R * 4096 * dtype_size(act);
+    c.bytes = 4.0 * R * kQ8Hidden * dtype_size(act);
     c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
       AddRmsNormArgs a;
       a.residual = t[0];
@@ -187,18 +258,46 @@ std::vector<OpCase> add_rms_norm_perf(DType act) {
   return v;
 }
 
-std::vector<OpCase> silu_mul_perf(DType act) {
+// NeoX rope over all 128 dims of the q and k heads, in place; positions 0..T-1 (a prompt).
+std::vector<OpCase> rope_perf(DType act) {
   std::vector<OpCase> v;
-  for (int T : {1, 256}) {
-    CaseRng r(uint64_t(T + 7));
+  for (int T : {1, 2048}) {
+    CaseRng r(uint64_t(T) + 13);
     OpCase c;
-    c.op = Op::SILU_MUL;
-    c.name = fmt::format("T={} I=12288", T);
-    c.tensors = {CaseRng::filled(act, {T, 12288}, kNaN), r.tensor(act, {T, 12288}), r.tensor(act, {T, 12288})};
+    c.op = Op::ROPE;
+    c.name = fmt::format("T={} q [T, {}, {}] k [T, {}, {}] views of [T, {}] neox", T, kQ8Hq, kQ8D, kQ8Hkv, kQ8D, kQ8Qkv);
+    std::vector<int32_t> pos(static_cast<size_t>(T));
+    for (int i = 0; i < T; ++i) pos[size_t(i)] = i;
+    c.tensors = {r.tensor(act, {T, kQ8Qkv}), r.ints(pos, {T}), r.tensor(DType::F32, {T, kQ8D})};
     c.outputs = {0};
-    c.bytes = 3.0 * T * 12288 * dtype_size(act);
+    c.bytes = 2.0 * T * (kQ8Hq + kQ8Hkv) * kQ8D * dtype_size(act) + double(T) * kQ8D * 4;
     c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
-      SiluMulArgs a{t[0], t[1], t[2]};
+      RopeArgs a{heads_view(t[0], 0, kQ8Hq, kQ8D), heads_view(t[0], kQ8Hq * kQ8D, kQ8Hkv, kQ8D), t[1], t[2], kQ8D, false};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+// K and V heads of the qkv row into a paged cache of 16-token pages, consecutive slots.
+std::vector<OpCase> kv_write_perf(DType act) {
+  std::vector<OpCase> v;
+  for (int T : {1, 2048}) {
+    CaseRng r(uint64_t(T) + 17);
+    OpCase c;
+    c.op = Op::KV_WRITE;
+    const int page = 16, nb = (T + page - 1) / page;
+    c.name = fmt::format("T={} [T, {}, {}] views of [T, {}] page={}", T, kQ8Hkv, kQ8D, kQ8Qkv, page);
+    std::vector<int32_t> slots(static_cast<size_t>(T));
+    for (int i = 0; i < T; ++i) slots[size_t(i)] = i;
+    c.tensors = {r.tensor(act, {T, kQ8Qkv}), CaseRng::filled(act, {nb, page, kQ8Hkv, kQ8D}, 0),
+                 CaseRng::filled(act, {nb, page, kQ8Hkv, kQ8D}, 0), r.ints(slots, {T})};
+    c.outputs = {1, 2};
+    c.bytes = 4.0 * T * kQ8Hkv * kQ8D * dtype_size(act);
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      KvWriteArgs a{heads_view(t[0], kQ8Hq * kQ8D, kQ8Hkv, kQ8D), heads_view(t[0], (kQ8Hq + kQ8Hkv) * kQ8D, kQ8Hkv, kQ8D),
+                    t[1], t[2], t[3]};
       sink(a.desc(), &a);
     };
     v.push_back(std::move(c));
@@ -216,6 +315,9 @@ void register_perf_cases() {
   register_perf_case_generator(Op::MOE_GEMM, moe_gemm_perf);
   register_perf_case_generator(Op::ADD_RMS_NORM, add_rms_norm_perf);
   register_perf_case_generator(Op::SILU_MUL, silu_mul_perf);
+  register_perf_case_generator(Op::RMS_NORM, rms_norm_perf);
+  register_perf_case_generator(Op::ROPE, rope_perf);
+  register_perf_case_generator(Op::KV_WRITE, kv_write_perf);
 }
 
 }  // namespace portllm::conformance
