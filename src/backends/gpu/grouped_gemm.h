@@ -54,6 +54,8 @@ inline int64_t grouped_tile_bound(int64_t rows, int64_t num_experts, int bm) {
 
 // The tensor-core (wmma) sibling of MOE_GEMM on NVIDIA (moe_gemm_wmma.cu); a no-op on MUSA.
 void register_moe_gemm_wmma_kernels();
+// The mma.sync + cp.async grouped GEMM on NVIDIA (moe_gemm_mma.cu); a no-op on MUSA.
+void register_moe_gemm_mma_kernels();
 // MOE_GEMM's decode kernel (moe_gemv.cu).
 void register_moe_gemv_kernels();
 

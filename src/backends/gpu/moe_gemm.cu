@@ -270,6 +270,7 @@ void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, i
 void register_moe_gemm_kernels() {
   register_kernel<MoeGemmArgs>(Op::MOE_GEMM, kKind, "gpu.moe_gemm_tiled", 10, moe_gemm_supports, moe_gemm);
   register_moe_gemm_wmma_kernels();
+  register_moe_gemm_mma_kernels();
   register_moe_gemv_kernels();
 }
 

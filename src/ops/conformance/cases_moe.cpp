@@ -1,7 +1,8 @@
 // MoE op cases: routers over 8..256 experts with top-k 1..8 and 1..512 tokens (softmax;
 // grouped softmax / biased sigmoid with 1..8 groups), permutation with dense and aligned
 // segments, grouped GEMMs with empty experts, odd sizes and fp8 block / per-tensor scales
-// (prefill-sized, and decode-sized: 1..64 rows, the GPU's grouped GEMV), and the weighted
+// (prefill-sized, decode-sized: 1..64 rows, the GPU's grouped GEMV, and uneven experts under each
+// tile height of the GPU's tensor-core kernel), and the weighted
 // combine with and without shared-expert input. Sizes stay small enough that the
 // scalar reference runs the whole sweep in seconds.
 #include <algorithm>
@@ -121,7 +122,15 @@ std::vector<OpCase> permute_cases(DType act) {
 
 // block 0 = per-tensor (fp8); tail = rows past expert_offsets[E] (never written, stay NaN);
 // wmax = range of the fp8 weights (a small one makes many zero / subnormal e4m3 bytes).
-struct GemmShape { int E, R, N, K; DType wt; int block; int tail = 0; double wmax = 448; };
+// counts: the rows of each expert (E = its size, R = its sum + tail) instead of random segments.
+struct GemmShape {
+  int E, R, N, K;
+  DType wt;
+  int block;
+  int tail = 0;
+  double wmax = 448;
+  std::vector<int> counts = {};
+};
 
 const DType F8 = DType::F8E4M3, BF = DType::BF16, HF = DType::F16, FP = DType::F32;
 
@@ -160,6 +169,32 @@ const GemmShape kDecodeShapes[] = {
     {8, 65, 32, 64, BF, 0},          // R = 65 > 64 and > 4 rows per expert: falls back
 };
 
+// Tensor-core sizes (moe_gemm_mma.cu: 32-, 64- or 128-row tiles picked from R / E, 128 columns,
+// K steps of 64 or 32): experts of 0, 1, 63, 65 and 200 rows (empty experts, one-row tiles, tiles
+// cut one row short or one row over) under each tile height (trailing empty experts set R / E),
+// N and K off the tile (N = 200; K = 136, fp8 272), fp8 blocks of 128 and 48 (48: the scale
+// changes inside a K step and across a tile's rows), a tail of unused rows, and a prefill-sized
+// case (256 rows per expert).
+std::vector<GemmShape> mma_shapes() {
+  const std::vector<int> uneven = {0, 1, 63, 65, 200};
+  std::vector<int> small = uneven, medium = uneven, large = uneven;
+  small.resize(15, 0);   // 329 rows / 15 experts: 32-row tiles
+  medium.push_back(0);   // / 6: 64-row tiles
+  large.push_back(300);  // 879 rows / 7: 128-row tiles
+  large.push_back(250);
+  std::vector<GemmShape> v;
+  for (const auto& c : {small, medium, large}) {
+    v.push_back({0, 0, 200, 136, BF, 0, 0, 448, c});
+    v.push_back({0, 0, 200, 136, HF, 0, 0, 448, c});
+    v.push_back({0, 0, 200, 272, F8, 128, 0, 448, c});
+  }
+  v.push_back({0, 0, 136, 272, F8, 48, 3, 448, medium});
+  v.push_back({0, 0, 131, 96, BF, 0, 5, 448, large});  // odd N: the last column is stored alone
+  v.push_back({4, 1024, 160, 256, BF, 0});
+  v.push_back({4, 1024, 160, 256, F8, 128});
+  return v;
+}
+
 std::vector<OpCase> gemm_cases(DType act) {
   std::vector<OpCase> v;
   std::vector<GemmShape> shapes = {{8, 20, 48, 64, DType::F32, 0},   {8, 20, 48, 64, DType::BF16, 0},
@@ -171,23 +206,32 @@ std::vector<OpCase> gemm_cases(DType act) {
                                    {8, 700, 96, 160, DType::BF16, 0, 5}, {4, 300, 256, 256, F8, 128, 0},
                                    {2, 200, 72, 40, DType::F32, 0, 3},   {6, 33, 136, 200, F8, 128, 7}};
   shapes.insert(shapes.end(), std::begin(kDecodeShapes), std::end(kDecodeShapes));
-  for (const GemmShape& s : shapes) {
+  for (const GemmShape& m : mma_shapes()) shapes.push_back(m);
+  for (GemmShape s : shapes) {
+    if (!s.counts.empty()) {
+      s.E = int(s.counts.size());
+      s.R = s.tail;
+      for (int n : s.counts) s.R += n;
+    }
     if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
     CaseRng r(uint64_t(s.E * 31 + s.R * 7 + s.N + s.K + int(s.wt)));
     // Random segment sizes summing to R, with some experts empty.
     std::vector<int32_t> off(static_cast<size_t>(s.E + 1), 0);
     std::vector<int> cnt(static_cast<size_t>(s.E), 0);
-    for (int i = 0; i < s.R - s.tail; ++i) cnt[size_t(r.integer(0, std::max(0, s.E - 1 - (s.E > 4 ? s.E / 4 : 0))))]++;
+    if (!s.counts.empty()) cnt = s.counts;
+    else
+      for (int i = 0; i < s.R - s.tail; ++i) cnt[size_t(r.integer(0, std::max(0, s.E - 1 - (s.E > 4 ? s.E / 4 : 0))))]++;
     for (int e = 0; e < s.E; ++e) off[size_t(e + 1)] = off[size_t(e)] + cnt[size_t(e)];
     const double wscale = 1.0 / std::sqrt(double(s.K));
     const bool fp8 = s.wt == F8;
     const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
     OpCase c;
     c.op = Op::MOE_GEMM;
-    c.name = fmt::format("E={} R={} N={} K={} w={}{}{}{}", s.E, s.R, s.N, s.K, dtype_name(s.wt),
+    c.name = fmt::format("E={} R={} N={} K={} w={}{}{}{}{}", s.E, s.R, s.N, s.K, dtype_name(s.wt),
                          fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "",
                          s.tail ? fmt::format(" tail={}", s.tail) : std::string(),
-                         fp8 && s.wmax != 448 ? fmt::format(" wmax={}", s.wmax) : std::string());
+                         fp8 && s.wmax != 448 ? fmt::format(" wmax={}", s.wmax) : std::string(),
+                         s.counts.empty() ? "" : " uneven");
     c.tensors = {CaseRng::filled(act, {s.R, s.N}, kNaN), r.tensor(act, {s.R, s.K}),
                  fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -s.wmax, s.wmax) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
                  fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / s.wmax,

@@ -110,6 +110,74 @@ std::vector<OpCase> matmul_fp8_perf(DType act) {
   return v;
 }
 
+// --- MOE_GEMM at prefill and large-decode sizes (the tensor-core kernels, moe_gemm_mma.cu) ---
+// DeepSeek-V2-Lite (64 experts, top 6, hidden 2048, expert intermediate 1408): gate_up N = 2816,
+// K = 2048 and down N = 2048, K = 1408, at 64 tokens (R = 384, the decode batch the GEMV hands on)
+// and 4096 tokens (R = 24576, a prefill chunk), bf16 and block-fp8 (128 x 128) weights; Qwen3-30B-
+// A3B's gate_up (128 experts, top 8, N = 1536, K = 2048) at 4096 tokens. Rows go to distinct
+// uniform experts per token, as a router would send them. One weight tensor serves every token
+// count of a shape. Least bytes: the weights (and scales) of the experts that got rows, x and out
+// once; FLOPs 2 R N K.
+std::vector<OpCase> moe_gemm_model_perf(DType act) {
+  std::vector<OpCase> v;
+  const DType F8 = DType::F8E4M3;
+  struct S { const char* what; int E, topk, N, K; DType wt; std::vector<int> tokens; };
+  const S shapes[] = {{"DeepSeek-V2-Lite gate_up", 64, 6, 2816, 2048, act, {64, 4096}},
+                      {"DeepSeek-V2-Lite down", 64, 6, 2048, 1408, act, {64, 4096}},
+                      {"DeepSeek-V2-Lite gate_up", 64, 6, 2816, 2048, F8, {64, 4096}},
+                      {"DeepSeek-V2-Lite down", 64, 6, 2048, 1408, F8, {64, 4096}},
+                      {"Qwen3-30B-A3B gate_up", 128, 8, 1536, 2048, act, {4096}}};
+  for (const S& s : shapes) {
+    CaseRng r(uint64_t(s.E * 1009 + s.N * 7 + s.K + int(s.wt)));
+    const bool fp8 = s.wt == F8;
+    const int bl = 128, SN = (s.N + bl - 1) / bl, SK = (s.K + bl - 1) / bl;
+    const double ws = 1.0 / std::sqrt(double(s.K));
+    const Tensor w = fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -448, 448) : r.tensor(act, {s.E, s.N, s.K}, -ws, ws);
+    const Tensor scale = fp8 ? r.tensor(DType::F32, {s.E, SN, SK}, 0.5 * ws / 448, 1.5 * ws / 448) : Tensor();
+    for (int tokens : s.tokens) {
+      std::vector<int> count(size_t(s.E), 0);
+      std::vector<int> perm(size_t(s.E));
+      for (int t = 0; t < tokens; ++t) {
+        for (int e = 0; e < s.E; ++e) perm[size_t(e)] = e;
+        for (int j = 0; j < s.topk; ++j) {
+          std::swap(perm[size_t(j)], perm[size_t(r.integer(j, s.E - 1))]);
+          ++count[size_t(perm[size_t(j)])];
+        }
+      }
+      std::vector<int32_t> off{0};
+      int used = 0;
+      for (int e = 0; e < s.E; ++e) {
+        off.push_back(off.back() + count[size_t(e)]);
+        used += count[size_t(e)] > 0;
+      }
+      const int R = off.back();
+      OpCase c;
+      c.op = Op::MOE_GEMM;
+      c.name = fmt::format("{} tokens={} R={} experts used={}/{} N={} K={} w={}", s.what, tokens, R, used, s.E, s.N,
+                           s.K, fp8 ? "f8_e4m3 block128" : dtype_name(act));
+      c.tensors = {CaseRng::filled(act, {R, s.N}, kNaN), r.tensor(act, {R, s.K}), w, scale, r.ints(off, {s.E + 1})};
+      c.outputs = {0};
+      c.bytes = double(used) * s.N * s.K * dtype_size(s.wt) + (fp8 ? double(used) * SN * SK * 4 : 0.0) +
+                double(R) * (s.N + s.K) * dtype_size(act);
+      c.flops = 2.0 * R * s.N * s.K;
+      c.invoke = [fp8, bl](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        MoeGemmArgs a;
+        a.out = t[0];
+        a.x = t[1];
+        a.w = t[2];
+        a.w_scale = t[3];
+        a.expert_offsets = t[4];
+        a.block_n = fp8 ? bl : 0;
+        a.block_k = fp8 ? bl : 0;
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
+  return v;
+}
+// --- end of the tensor-core MOE_GEMM block ---
+
 // Qwen3-30B-A3B expert GEMMs: R routed rows spread over the experts as a router would (top 8 of
 // 128 per token), gate_up (N = 2 x 768, K = 2048) and down (N = 2048, K = 768). Bytes: the
 // weights of the experts that got rows, plus x and out.
@@ -158,6 +226,7 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
       v.push_back(std::move(c));
     }
   }
+  for (auto& c : moe_gemm_model_perf(act)) v.push_back(std::move(c));
   return v;
 }
 
