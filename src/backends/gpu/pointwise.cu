@@ -81,8 +81,10 @@ __global__ void __launch_bounds__(512) rms_norm_rows_kernel(TA* out, RowView ro,
   __shared__ float red[32];
   const int nv = D / N;
   const int lane = int(threadIdx.x) % G, rpb = int(blockDim.x) / G, sub = int(threadIdx.x) / G;
-  // Short rows keep their slice of the weight in registers across the row loop.
-  constexpr bool kHoist = NVT * N <= 16;
+  // Short rows keep their slice of the weight in registers across the row loop; mid-size slices
+  // are loaded with the row (one round trip for a decode row instead of two), wide ones after the
+  // reduction (registers).
+  constexpr bool kHoist = NVT * N <= 16, kEarlyW = !kHoist && NVT * N <= 32;
   float wv[NVT][N];
   if constexpr (kHoist) {
 #pragma unroll
@@ -109,6 +111,7 @@ __global__ void __launch_bounds__(512) rms_norm_rows_kernel(TA* out, RowView ro,
 #pragma unroll
           for (int e = 0; e < N; ++e) v[k][e] += rv[e];
         }
+        if constexpr (kEarlyW) load_vec<TW, N>(w + j * N, wv[k]);
       } else {
 #pragma unroll
         for (int e = 0; e < N; ++e) v[k][e] = 0.f;
@@ -137,7 +140,7 @@ __global__ void __launch_bounds__(512) rms_norm_rows_kernel(TA* out, RowView ro,
       const int j = k * G + lane;
       if (ok && j < nv) {
         float wk[N], o[N];
-        if constexpr (kHoist) {
+        if constexpr (kHoist || kEarlyW) {
 #pragma unroll
           for (int e = 0; e < N; ++e) wk[e] = wv[k][e];
         } else {
