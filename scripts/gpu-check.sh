@@ -68,8 +68,14 @@ if has ops; then
 fi
 
 if has perf; then
-  timeout 400 "$PL" ops perf -b cuda --dtypes bf16 ${PERF_ARGS:-} >"$OUT/ops-perf.log" 2>&1
-  rc=$?
+  # PERF_OPS="OP1 OP2 ..." times just those ops.
+  if [ -n "${PERF_OPS:-}" ]; then
+    : >"$OUT/ops-perf.log"; rc=0
+    for op in $PERF_OPS; do timeout 200 "$PL" ops perf -b cuda --dtypes bf16 -o "$op" >>"$OUT/ops-perf.log" 2>&1 || rc=$?; done
+  else
+    timeout 400 "$PL" ops perf -b cuda --dtypes bf16 ${PERF_ARGS:-} >"$OUT/ops-perf.log" 2>&1
+    rc=$?
+  fi
   cat "$OUT/ops-perf.log"
   row "ops perf -b cuda (see ops-perf.log)" "rc=$rc"
 fi
@@ -214,7 +220,9 @@ fi
 
 if has moe; then
   B9="$OUT/bench-moe.log"; : >"$B9"
-  for spec in "Qwen3-30B-A3B 1" "Qwen3-30B-A3B 64" "Qwen3-30B-A3B-FP8 1" "DeepSeek-V2-Lite-Chat 1" "DeepSeek-V2-Lite-Chat 64" "Qwen3.5-35B-A3B 1"; do
+  # MOE_SPECS narrows the list ("model batch" pairs, comma-separated).
+  IFS=, read -ra specs <<<"${MOE_SPECS:-Qwen3-30B-A3B 1,Qwen3-30B-A3B 64,Qwen3-30B-A3B-FP8 1,DeepSeek-V2-Lite-Chat 1,DeepSeek-V2-Lite-Chat 64,Qwen3.5-35B-A3B 1}"
+  for spec in "${specs[@]}"; do
     set -- $spec
     one="$OUT/bench-moe-$1-bs$2.log"
     timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/$1 --batch-size $2 \

@@ -1,14 +1,17 @@
-// MLA_ATTENTION decode on NVIDIA tensor cores (sm_80+): absorbed multi-head latent attention over
-// the paged latent cache, one query token per sequence, bf16/f16 query and cache.
+// MLA_ATTENTION on NVIDIA tensor cores (sm_80+): absorbed multi-head latent attention over the
+// paged latent cache, one block row per query token, bf16/f16 query and cache. Decode is its
+// design point; a prefill token is served the same way, attending to its causal prefix (a block
+// finds its token's sequence by a search of query_start_loc), so a prompt's latent rows are read
+// once per token, from L2: far from a prefill kernel's reuse, but ~20x the scalar kernel's rate.
 // NVIDIA-only fast path (inline PTX: mma.sync, ldmatrix, cp.async), ARCHITECTURE.md rule 4; its
 // portable sibling is mla_attention.cu, which MUSA builds and which this kernel falls back to for
-// what it does not take (prefill, f32 or mixed dtypes, other latent widths, unaligned views).
+// what it does not take (f32 or mixed dtypes, other latent widths, unaligned views).
 // Semantics: ops/op_args_moe.h (MlaAttentionArgs); oracle: ops/ref/mla_ref.cpp.
 //
 // Every head attends to the same latent row [c (Dc) | k_pe (Dr)] (576 values for DeepSeek), and
 // V is the c half of that same row, so the 16 heads of a decode token are the M rows of an
 // m16n8k16 tile and one tile of latent rows in shared memory serves both products.
-// One block of 4 warps per (16-head group, sequence, split). Per 32-key tile:
+// One block of 4 warps per (16-head group, query token, split). Per 32-key tile:
 //   1. the tile is gathered through the block table into shared memory with cp.async, STAGES-1
 //      tiles ahead of the one being computed (rows padded by 8 values: conflict-free ldmatrix).
 //      STAGES = 2 (93 KB of shared memory at 576-wide rows, two blocks per SM on sm_90); 3 stages
@@ -79,9 +82,26 @@ struct MlaMmaParams {
   int qs_bytes;  // shared bytes of the Q staging area (reused for the S partials)
   float sl2;     // scale * log2(e)
   int splits, min_keys;
-  float* part_o;   // [B, H, splits, Dc]
-  float* part_ml;  // [B, H, splits, 2]: (max in base 2, sum)
+  int B;           // sequences (query_start_loc has B + 1 entries)
+  float* part_o;   // [T, H, splits, Dc]
+  float* part_ml;  // [T, H, splits, 2]: (max in base 2, sum)
 };
+
+// The query token t's sequence and causal context: the block of a token finds its sequence by a
+// binary search of query_start_loc (the largest b with qsl[b] <= t), and attends to the keys up
+// to its own position. False for a token past the batch's (graph padding rows).
+__device__ __forceinline__ bool token_context(const MlaMmaParams& p, int t, int& b, int& ctx) {
+  if (t >= p.qsl[p.B]) return false;
+  int lo = 0, hi = p.B - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) / 2;
+    if (p.qsl[mid] <= t) lo = mid;
+    else hi = mid - 1;
+  }
+  b = lo;
+  ctx = p.seq_lens[b] - (p.qsl[b + 1] - 1 - t);  // seq_len - q_len + (t - qsl[b]) + 1
+  return true;
+}
 
 int row_ld(int W) { return W + 8; }  // padded row: 16-byte aligned, odd count of 16-byte units
 int qs_bytes(int W) { return std::max(kRows * row_ld(W) * 2, kSBytes); }
@@ -97,10 +117,9 @@ __device__ __forceinline__ int split_chunk(int ctx, int splits, int min_keys) {
 template <class T, int STAGES>
 __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaMmaParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const int h0 = blockIdx.x * kRows, b = blockIdx.y, split = blockIdx.z;
-  const int qrow = p.qsl[b];
-  if (p.qsl[b + 1] - qrow <= 0) return;  // no query token for this sequence
-  const int ctx = p.seq_lens[b];
+  const int h0 = blockIdx.x * kRows, qrow = blockIdx.y, split = blockIdx.z;
+  int b, ctx;
+  if (!token_context(p, qrow, b, ctx)) return;
   const int chunk = split_chunk(ctx, p.splits, p.min_keys);
   const int start = split * chunk;
   if (p.splits > 1 && start >= ctx) return;  // no keys: the combine does not read this split
@@ -311,7 +330,7 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaMmaParam
         if (i < 2 * ndt2)
           *reinterpret_cast<uint32_t*>(orow + i * 8) = Mma<T>::pack(o[i][2 * hr] * inv, o[i][2 * hr + 1] * inv);
     } else {
-      const int64_t prow = (int64_t(b) * p.H + h) * p.splits + split;
+      const int64_t prow = (int64_t(qrow) * p.H + h) * p.splits + split;
       float* po = p.part_o + prow * Dc + dbase + (lane % 4) * 2;
 #pragma unroll
       for (int i = 0; i < kNtO; ++i)
@@ -331,13 +350,12 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaMmaParam
 template <class T>
 __global__ void __launch_bounds__(32) mla_decode_combine_kernel(MlaMmaParams p) {
   const int nchunks = (p.Dc + 127) / 128;
-  const int h = blockIdx.x / nchunks, dchunk = blockIdx.x % nchunks, b = blockIdx.y, lane = threadIdx.x;
-  const int qrow = p.qsl[b];
-  if (p.qsl[b + 1] - qrow <= 0) return;
-  const int ctx = p.seq_lens[b];
+  const int h = blockIdx.x / nchunks, dchunk = blockIdx.x % nchunks, qrow = blockIdx.y, lane = threadIdx.x;
+  int b, ctx;
+  if (!token_context(p, qrow, b, ctx)) return;
   const int chunk = split_chunk(ctx, p.splits, p.min_keys);
   const int n_act = ctx > 0 ? min(p.splits, (ctx + chunk - 1) / chunk) : 0;
-  const int64_t base = (int64_t(b) * p.H + h) * p.splits;
+  const int64_t base = (int64_t(qrow) * p.H + h) * p.splits;
   __shared__ float s_w[kMaxSplits];
   float mx = -INFINITY;
   for (int s = lane; s < n_act; s += 32) mx = fmaxf(mx, p.part_ml[(base + s) * 2]);
@@ -404,20 +422,20 @@ bool views_ok(const MlaAttentionArgs& a) {
 }
 
 template <class T, int STAGES>
-void launch(const MlaMmaParams& p, int B, size_t smem, gpuStream_t st) {
+void launch(const MlaMmaParams& p, int tokens, size_t smem, gpuStream_t st) {
   (void)gpuFuncSetAttribute(mla_decode_mma_kernel<T, STAGES>, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  const dim3 grid(unsigned((p.H + kRows - 1) / kRows), unsigned(B), unsigned(p.splits));
+  const dim3 grid(unsigned((p.H + kRows - 1) / kRows), unsigned(tokens), unsigned(p.splits));
   mla_decode_mma_kernel<T, STAGES><<<grid, kThreads, smem, st>>>(p);
   if (p.splits > 1) {
-    const dim3 cgrid(unsigned(p.H * ((p.Dc + 127) / 128)), unsigned(B));
+    const dim3 cgrid(unsigned(p.H * ((p.Dc + 127) / 128)), unsigned(tokens));
     mla_decode_combine_kernel<T><<<cgrid, 32, 0, st>>>(p);
   }
 }
 
 void mla_decode_mma(const MlaAttentionArgs& a, Stream& s) {
-  const int B = int(a.seq_lens.size(0));
-  if (B == 0 || a.q_latent.size(0) == 0) return;
-  if (a.max_q_len != 1 || !views_ok(a)) return mla_attention_portable(a, s);
+  const int B = int(a.seq_lens.size(0)), tokens = int(a.q_latent.size(0));
+  if (B == 0 || tokens == 0) return;
+  if (!views_ok(a) || tokens > 65535) return mla_attention_portable(a, s);  // grid.y holds the tokens
   MlaMmaParams p{};
   p.q_lat = a.q_latent.data;
   p.q_pe = a.q_pe.data;
@@ -440,6 +458,7 @@ void mla_decode_mma(const MlaAttentionArgs& a, Stream& s) {
   p.Dr = int(a.q_pe.size(2));
   p.page = int(a.latent_cache.size(1));
   p.sl2 = a.scale * kLog2e;
+  p.B = B;
   const int W = p.Dc + p.Dr;
   p.qs_bytes = qs_bytes(W);
 
@@ -454,7 +473,7 @@ void mla_decode_mma(const MlaAttentionArgs& a, Stream& s) {
   // unit from shared memory: 2 at 2 stages of DeepSeek's 576-wide rows on sm_90, 1 at 3 stages),
   // no more than min_keys-key chunks of max_seq_len (64: 2 tiles; 32 and 128 measured no better
   // at batch 1, 256 twice as slow).
-  const int blocks = B * ((p.H + kRows - 1) / kRows);
+  const int blocks = tokens * ((p.H + kRows - 1) / kRows);
   const int per_cu = std::max(1, int((limit + 1024) / (smem + 1024)));
   const int want = std::max(1, per_cu * caps.num_compute_units / blocks);
   p.min_keys = std::max(tuning().split_keys, 1);
@@ -462,7 +481,7 @@ void mla_decode_mma(const MlaAttentionArgs& a, Stream& s) {
   p.splits = std::clamp((max_ctx + p.min_keys - 1) / p.min_keys, 1, std::min(want, kMaxSplits));
   std::shared_ptr<void> ws;
   if (p.splits > 1) {
-    const size_t rows = size_t(B) * size_t(p.H) * size_t(p.splits);
+    const size_t rows = size_t(tokens) * size_t(p.H) * size_t(p.splits);
     ws = scratch(s, rows * (size_t(p.Dc) + 2) * sizeof(float));
     p.part_o = static_cast<float*>(ws.get());
     p.part_ml = p.part_o + rows * size_t(p.Dc);
@@ -470,15 +489,15 @@ void mla_decode_mma(const MlaAttentionArgs& a, Stream& s) {
   const gpuStream_t st = native_stream(s);
   auto go = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (stages == 3) launch<T, 3>(p, B, smem, st);
-    else launch<T, 2>(p, B, smem, st);
+    if (stages == 3) launch<T, 3>(p, tokens, smem, st);
+    else launch<T, 2>(p, tokens, smem, st);
   };
   if (a.q_latent.dtype == DType::BF16) go(Tag<gpu_bf16>{});
   else go(Tag<gpu_half>{});
   check_launch("mla_decode_mma");
 }
 
-// Decode (max_q_len == 1), q and cache of one 16-bit dtype (bf16 only with bf16 matrix units),
+// Decode and prefill, q and cache of one 16-bit dtype (bf16 only with bf16 matrix units),
 // Dc a multiple of 64 up to 512, Dr a multiple of 16, Dc + Dr <= 576 (Q fragments in registers),
 // two stages of tiles in the device's shared memory, NVIDIA sm_80+. Views are checked in run
 // (16-byte aligned rows), which hands anything else to the portable kernel.
@@ -486,7 +505,6 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
   const DType tq = d.dtype[0], tc = d.dtype[2];
   if (tq != tc || (tq != DType::BF16 && tq != DType::F16)) return false;
   if (tq == DType::BF16 && !c.bf16_matmul) return false;
-  if (!(d.flags & 1u)) return false;
   const int64_t Dc = d.dim[0], page = d.dim[1], H = d.dim[2], Dr = d.dim[3];
   if (Dc <= 0 || Dc % 64 != 0 || Dc > kMaxDc || Dr < 0 || Dr % 16 != 0 || Dc + Dr > kMaxW) return false;
   if (page <= 0 || H <= 0) return false;

@@ -51,11 +51,11 @@ template <class TW> constexpr int kRowsOf = std::is_same_v<TW, uint8_t> ? 2 : 4;
 template <class TW> constexpr int kMinBlocksOf = std::is_same_v<TW, uint8_t> ? 3 : 2;
 template <class TW> constexpr int kSliceOf = kWarps * kRowsOf<TW>;  // output columns per block
 constexpr int kXFloats = 8192;           // the staged x chunk: 32 KB (fits MUSA's 48 KB too)
-// MOE_GEMM takes this kernel while rows per expert are few: R <= 64 rows, or on average at most 4
-// per expert (R <= 4 E; Qwen3-30B-A3B up to batch 64: R = 512 over 128 experts ran in 360 + 265 us
-// here against 703 + 380 us for gpu.moe_gemm_wmma). At 32 rows per expert the two were even; the
-// per-row f32 FMAs then cost as much as the weight stream and tensor cores are the better tool.
-constexpr int64_t kMaxRows = 64, kMaxRowsPerExpert = 4;
+// MOE_GEMM takes this kernel while rows per expert are few: R <= 64 rows, or on average at most 2
+// per expert (R <= 2 E). Beyond, the tensor-core gpu.moe_gemm_mma wins: at Qwen3-30B-A3B batch 64
+// (R = 512 over 128 experts, 4 per expert) it ran 214 + 109 us here against 359 + 264 us for this
+// kernel; the per-row f32 FMAs cost as much as the weight stream once rows per expert grow.
+constexpr int64_t kMaxRows = 64, kMaxRowsPerExpert = 2;
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;

@@ -35,21 +35,24 @@ std::vector<OpCase> attn_decode_perf(DType act) {
   return v;
 }
 
-// MLA decode over the paged latent cache (Dc 512 + Dr 64, bf16/f16, the CUDA page size 16):
+// MLA over the paged latent cache (Dc 512 + Dr 64, bf16/f16, the CUDA page size 16). Decode:
 // DeepSeek-V2-Lite (16 heads) at batch 1 / 4k and batch 64 / 1k, DeepSeek-V3 (128 heads) at
-// batch 1 / 4k; max_seq_len bounds as a decode graph would pass. Least bytes: every
-// latent row of every context once, plus q and out; FLOPs: scores over Dc + Dr and P V over Dc.
-std::vector<OpCase> mla_decode_perf(DType act) {
+// batch 1 / 4k; max_seq_len bounds as a decode graph would pass. Prefill (V2-Lite): a 512-token
+// prompt, and 8 GSM8K-shaped chunks of 100 tokens over a 700-token cached prefix. Least bytes:
+// every latent row of every context once, plus q and out; FLOPs: scores over Dc + Dr and P V
+// over Dc for every causal (query, key) pair.
+std::vector<OpCase> mla_perf(DType act) {
   if (act == DType::F32) return {};  // the engine keeps 16-bit caches on GPUs
   std::vector<OpCase> v;
-  struct S { int B, ctx, H, bound; };
-  for (S s : {S{1, 4096, 16, 8192}, S{64, 1024, 16, 2048}, S{1, 4096, 128, 8192}}) {
+  struct S { int B, q, ctx, H, bound; };
+  for (S s : {S{1, 1, 4096, 16, 8192}, S{64, 1, 1024, 16, 2048}, S{1, 1, 4096, 128, 8192}, S{1, 512, 512, 16, 512},
+              S{8, 100, 800, 16, 800}}) {
     const int Dc = 512, Dr = 64;
-    MlaShape sh{std::vector<int>(size_t(s.B), 1), std::vector<int>(size_t(s.B), s.ctx), s.H, Dc, Dr, 16, s.bound};
+    MlaShape sh{std::vector<int>(size_t(s.B), s.q), std::vector<int>(size_t(s.B), s.ctx), s.H, Dc, Dr, 16, s.bound};
     OpCase c = mla_case(act, act, sh);
-    const double keys = double(s.B) * s.ctx;
-    c.bytes = keys * (Dc + Dr) * dtype_size(act) + double(s.B) * s.H * (Dc + Dr + Dc) * dtype_size(act);
-    c.flops = 2.0 * keys * s.H * (Dc + Dr + Dc);
+    const double pairs = double(s.B) * (double(s.q) * (s.ctx - s.q) + double(s.q) * (s.q + 1) / 2);
+    c.bytes = double(s.B) * s.ctx * (Dc + Dr) * dtype_size(act) + double(s.B) * s.q * s.H * (Dc + Dr + Dc) * dtype_size(act);
+    c.flops = 2.0 * pairs * s.H * (Dc + Dr + Dc);
     v.push_back(std::move(c));
   }
   return v;
@@ -378,7 +381,7 @@ std::vector<OpCase> kv_write_perf(DType act) {
 void register_perf_cases() {
   register_perf_case_generator(Op::ATTN_DECODE, attn_decode_perf);
   register_perf_case_generator(Op::ATTN_PREFILL, attn_prefill_perf);
-  register_perf_case_generator(Op::MLA_ATTENTION, mla_decode_perf);
+  register_perf_case_generator(Op::MLA_ATTENTION, mla_perf);
   register_perf_case_generator(Op::MATMUL, matmul_perf);
   register_perf_case_generator(Op::MATMUL_FP8_BLOCK, matmul_fp8_perf);
   register_perf_case_generator(Op::MOE_GEMM, moe_gemm_perf);
