@@ -147,10 +147,8 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
         if (e < 2) mx0 = fmaxf(mx0, v);
         else mx1 = fmaxf(mx1, v);
       }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    mx0 = quad_max(mx0);
+    mx1 = quad_max(mx1);
     const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);  // finite: key kt is valid
     const float alpha0 = exp2f(m0 - mn0), alpha1 = exp2f(m1 - mn1);
     float sum0 = 0.f, sum1 = 0.f;
@@ -189,10 +187,8 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
     }
     __syncwarp();  // every lane is done with buf before the next iteration refills it
   }
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  l0 = quad_sum(l0);
+  l1 = quad_sum(l1);
 
   // Merge the warps: (max, sum) per row and the unnormalized outputs through shared memory.
   cp_async_wait<0>();

@@ -150,10 +150,8 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
           if (e < 2) mx0 = fmaxf(mx0, v);
           else mx1 = fmaxf(mx1, v);
         }
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-      mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-      mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+      mx0 = quad_max(mx0);
+      mx1 = quad_max(mx1);
       const float mn0 = fmaxf(m[t][0], mx0), mn1 = fmaxf(m[t][1], mx1);
       const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
       const float alpha0 = exp2f(m[t][0] - base0), alpha1 = exp2f(m[t][1] - base1);
@@ -207,10 +205,8 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
 #pragma unroll
   for (int t = 0; t < MT; ++t) {
     float l0 = l[t][0], l1 = l[t][1];
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    l0 = quad_sum(l0);
+    l1 = quad_sum(l1);
     const float inv0 = l0 > 0.f ? 1.f / l0 : 0.f, inv1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {

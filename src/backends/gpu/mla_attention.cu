@@ -36,6 +36,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/mla_common.h"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
 
@@ -283,26 +284,7 @@ void mla_attention(const MlaAttentionArgs& a, Stream& s) {
   const int64_t T = a.q_latent.size(0);
   if (B == 0 || T == 0) return;
   MlaParams p{};
-  p.q_lat = a.q_latent.data;
-  p.q_pe = a.q_pe.data;
-  p.out = a.out.data;
-  p.cache = a.latent_cache.data;
-  p.block_tables = a.block_tables.ptr<int32_t>();
-  p.seq_lens = a.seq_lens.ptr<int32_t>();
-  p.qsl = a.query_start_loc.ptr<int32_t>();
-  p.ql_s0 = a.q_latent.strides[0];
-  p.ql_s1 = a.q_latent.strides[1];
-  p.qp_s0 = a.q_pe.strides[0];
-  p.qp_s1 = a.q_pe.strides[1];
-  p.o_s0 = a.out.strides[0];
-  p.o_s1 = a.out.strides[1];
-  p.c_s0 = a.latent_cache.strides[0];
-  p.c_s1 = a.latent_cache.strides[1];
-  p.bt_s0 = a.block_tables.strides[0];
-  p.H = int(a.q_latent.size(1));
-  p.Dc = int(a.q_latent.size(2));
-  p.Dr = int(a.q_pe.size(2));
-  p.page = int(a.latent_cache.size(1));
+  fill_mla_views(p, a);
   p.scale = a.scale;
   if (a.q_pe.dtype != a.q_latent.dtype || a.out.dtype != a.q_latent.dtype)
     fail("mla_attention: q_latent, q_pe and out dtypes differ");

@@ -39,6 +39,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/mla_common.h"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
 #if !defined(PORTLLM_GPU_MUSA)
@@ -264,10 +265,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaMmaParam
         if (e < 2) mx0 = fmaxf(mx0, v);
         else mx1 = fmaxf(mx1, v);
       }
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-    mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-    mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+    mx0 = quad_max(mx0);
+    mx1 = quad_max(mx1);
     const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);  // finite: key kt is valid
     const float alpha0 = exp2f(m0 - mn0), alpha1 = exp2f(m1 - mn1);
     float sum0 = 0.f, sum1 = 0.f;
@@ -310,10 +309,8 @@ __global__ void __launch_bounds__(kThreads, 1) mla_decode_mma_kernel(MlaMmaParam
     }
   }
   cp_async_wait<0>();
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-  l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-  l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+  l0 = quad_sum(l0);
+  l1 = quad_sum(l1);
 
   const int r0 = lane / 4;
   const float ls[2] = {l0, l1}, ms[2] = {m0, m1};
@@ -437,26 +434,7 @@ void mla_decode_mma(const MlaAttentionArgs& a, Stream& s) {
   if (B == 0 || tokens == 0) return;
   if (!views_ok(a) || tokens > 65535) return mla_attention_portable(a, s);  // grid.y holds the tokens
   MlaMmaParams p{};
-  p.q_lat = a.q_latent.data;
-  p.q_pe = a.q_pe.data;
-  p.out = a.out.data;
-  p.cache = a.latent_cache.data;
-  p.block_tables = a.block_tables.ptr<int32_t>();
-  p.seq_lens = a.seq_lens.ptr<int32_t>();
-  p.qsl = a.query_start_loc.ptr<int32_t>();
-  p.ql_s0 = a.q_latent.strides[0];
-  p.ql_s1 = a.q_latent.strides[1];
-  p.qp_s0 = a.q_pe.strides[0];
-  p.qp_s1 = a.q_pe.strides[1];
-  p.o_s0 = a.out.strides[0];
-  p.o_s1 = a.out.strides[1];
-  p.c_s0 = a.latent_cache.strides[0];
-  p.c_s1 = a.latent_cache.strides[1];
-  p.bt_s0 = a.block_tables.strides[0];
-  p.H = int(a.q_latent.size(1));
-  p.Dc = int(a.q_latent.size(2));
-  p.Dr = int(a.q_pe.size(2));
-  p.page = int(a.latent_cache.size(1));
+  fill_mla_views(p, a);
   p.sl2 = a.scale * kLog2e;
   p.B = B;
   const int W = p.Dc + p.Dr;

@@ -53,6 +53,16 @@ template <> struct Mma<gpu_half> {
   }
 };
 
+// Reductions over the 4 lanes of an MMA accumulator quad (the lanes holding one row's columns).
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
 // 16-byte global -> shared copy that bypasses registers (cp.async, L2 only). src_bytes = 0
 // writes 16 zero bytes instead of reading (rows past the end of a context).
 __device__ __forceinline__ void cp_async16(void* smem_dst, const void* gmem_src, int src_bytes) {
