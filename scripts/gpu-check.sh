@@ -313,7 +313,7 @@ if has musa; then
     mkdir -p /tmp/pl-musa && xz -dc "$MB/portllm.xz" >/tmp/pl-musa/portllm && chmod +x /tmp/pl-musa/portllm
     MB=/tmp/pl-musa
   fi
-  for arch in 22 31; do
+  for arch in ${MUSA_ARCHS:-22 31}; do
     PORTLLM_MUSA_ARCH=$arch timeout 300 "$MB/portllm" ops test -b musa >"$OUT/musa-$arch-ops.log" 2>&1
     rc=$?
     row "MUSA emulation MP$arch ops test" "$(tail -1 "$OUT/musa-$arch-ops.log") rc=$rc"
