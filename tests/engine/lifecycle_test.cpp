@@ -164,5 +164,21 @@ TEST(EngineLifecycle, ManyConcurrentRequestsAllBlocksFree) {
   EXPECT_GT(st.generation_tokens_total, 0);
 }
 
+// The loop's per-step account: one step computes the prompt and samples the first token, each
+// later step one more token, so a lone request of max_tokens 6 takes 6 steps; their phases took
+// measurable time.
+TEST(EngineLifecycle, StepTimesCountEveryStep) {
+  auto e = Engine::create(small_config());
+  const auto prompts = story_prompts(*e);
+  const auto out = run_all(*e, {greedy(prompts[0], 6)});
+  ASSERT_EQ(out[0].ids.size(), 6u);
+  wait_idle(*e);
+  const EngineStats st = e->stats();
+  EXPECT_EQ(st.steps, 6);
+  EXPECT_GE(st.schedule_s, 0.0);
+  EXPECT_GE(st.outputs_s, 0.0);
+  EXPECT_GT(st.forward_s + st.sample_s, 0.0);
+}
+
 }  // namespace
 }  // namespace portllm::test
