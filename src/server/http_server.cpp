@@ -1,16 +1,12 @@
 #include "server/http_server.h"
 
-#include <dirent.h>
-#include <cstdlib>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <httplib.h>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
 #include "server/http_response.h"
+#include "server/listen_backlog.h"
 #include "server/routes.h"
 #include "server/server_state.h"
 
@@ -30,29 +26,6 @@ namespace {
 // Routes behind the API key: everything but the probes (/health for orchestrators, /metrics for
 // Prometheus), as in vLLM.
 bool needs_auth(const std::string& path) { return path != "/health" && path != "/metrics"; }
-// The packaged cpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the
-// shared library was built): a burst of connections beyond it (bench serve opens 64 at once)
-// overflows the accept queue and waits on SYN retransmits. Linux lets listen() be called again
-// to change the backlog, so find our listening socket by its port and deepen it.
-void deepen_listen_backlog(int port) {
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    const int fd = std::atoi(e->d_name);
-    if (fd <= 2) continue;
-    int listening = 0;
-    socklen_t len = sizeof(listening);
-    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening) continue;
-    sockaddr_storage addr{};
-    socklen_t alen = sizeof(addr);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &alen) != 0) continue;
-    int p = -1;
-    if (addr.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    if (addr.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-    if (p == port) ::listen(fd, SOMAXCONN);
-  }
-  closedir(d);
-}
 }  // namespace
 
 HttpServer::HttpServer(ServerConfig cfg) : st_(std::make_unique<ServerState>()), http_(std::make_unique<httplib::Server>()) {
@@ -130,7 +103,7 @@ void HttpServer::bind() {
     if (!http_->bind_to_port(cfg.host, cfg.port)) PL_THROW("cannot listen on {}:{} (address in use or not available)", cfg.host, cfg.port);
     port_ = cfg.port;
   }
-  deepen_listen_backlog(port_);
+  deepen_listen_backlog(port_);  // past the packaged httplib's 5 (listen_backlog.h)
 }
 
 void HttpServer::start() {

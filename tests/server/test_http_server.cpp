@@ -4,12 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <thread>
 
 #include "fake_engine.h"
 #include "server/http_server.h"
+#include "server/listen_backlog.h"
 
 using namespace portllm;
 using namespace std::chrono_literals;
@@ -77,6 +81,18 @@ void expect_error(const httplib::Result& r, int status, const std::string& param
 }
 
 }  // namespace
+
+// The accept queue holds a burst of connections (bench serve opens 64 at once): the packaged
+// httplib's own backlog is 5. Linux reports a listening socket's backlog as tcpi_sacked.
+TEST(HttpServer, ListenBacklogHoldsABurst) {
+  Harness h;
+  const int fd = server::find_listening_socket(h.srv->port());
+  ASSERT_GE(fd, 0);
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len), 0);
+  EXPECT_GE(info.tcpi_sacked, 64u);
+}
 
 TEST(HttpServer, CompletionNonStreaming) {
   Harness h;
