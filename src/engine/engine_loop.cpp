@@ -162,12 +162,12 @@ void EngineImpl::step(Outputs& outs) {
   };
   const SchedulerOutput out = scheduler_->schedule();
   lap(loop_stats_.schedule_s);
-  loop_stats_.steps++;
   loop_stats_.num_preemptions += int64_t(out.preempted_ids.size());
   if (out.empty()) {  // nothing can run right now; should not happen, but never spin
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return;
   }
+  loop_stats_.steps++;  // a step that runs the model
   std::vector<SeqState*> rows;
   for (const ScheduledRequest& sr : out.scheduled)
     if (sr.sample) rows.push_back(seqs_.at(sr.id));

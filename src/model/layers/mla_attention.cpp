@@ -26,8 +26,8 @@ Tensor per_head(const Tensor& t, int64_t elem_off, int64_t H, int64_t rows, int6
 }
 
 // out[h] = x[h] @ W[h]^T for every head in one BATCHED_MATMUL (one launch instead of H). Where no
-// kernel takes the dtypes (on a GPU: dequantized fp8 or f32 weights under bf16 activations) it is
-// one MATMUL per head, whose kernels widen mixed operands.
+// kernel takes the dtypes (on a GPU: f32-stored weights under bf16 activations) it is one MATMUL
+// per head, whose kernels widen mixed operands.
 void per_head_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {
   if (ctx.dispatcher->try_select(BatchedMatmulArgs{out, x, w}.desc())) return ops::batched_matmul(ctx, out, x, w);
   for (int64_t h = 0; h < w.size(0); ++h) ops::matmul(ctx, out.select(0, h), x.select(0, h), w.select(0, h));
@@ -45,8 +45,10 @@ Tensor heads3d(const Tensor& t, int64_t off, int64_t H, int64_t d, int64_t head_
 
 // kv_b_proj as a float host tensor [N, K]: stored float weights as they are, fp8 ones
 // dequantized with their block or per-tensor scale (the absorbed form multiplies by slices of
-// it, and its transpose, so it is kept dense).
-Tensor dense_host_weight(WeightLoader& w, const std::string& p, int64_t N, int64_t K) {
+// it, and its transpose, so it is kept dense). Dequantized weights are rounded to `act` when the
+// activations are 16-bit, as vLLM does for the absorbed W_UK / W_UV: f32 weights under bf16
+// activations have no BATCHED_MATMUL kernel on a GPU and would run as H mixed-dtype matmuls.
+Tensor dense_host_weight(WeightLoader& w, const std::string& p, int64_t N, int64_t K, DType act) {
   if (!w.is_fp8_linear(p)) return w.load_host(p + ".weight", {N, K});
   const auto& q = w.config().quant;
   Tensor w8 = w.load_host(p + ".weight", {N, K}, DType::F8E4M3);
@@ -62,6 +64,11 @@ Tensor dense_host_weight(WeightLoader& w, const std::string& p, int64_t N, int64
   } else {
     Tensor s = w.load_host(p + ".weight_scale", w.stored_shape(p + ".weight_scale", {}), DType::F32);
     for (int64_t i = 0; i < N * K; ++i) buf[size_t(i)] = f8e4m3_to_f32(src[i]) * s.ptr<float>()[0];
+  }
+  if (act == DType::BF16 || act == DType::F16) {
+    auto half = std::shared_ptr<char[]>(new char[size_t(N * K) * dtype_size(act)]);
+    convert_from_f32(act, buf.get(), half.get(), size_t(N * K));
+    return Tensor::view_of(half.get(), act, {N, K}, DeviceKind::CPU, 0, std::shared_ptr<void>(half, half.get()));
   }
   return Tensor::view_of(buf.get(), DType::F32, {N, K}, DeviceKind::CPU, 0, std::shared_ptr<void>(buf, buf.get()));
 }
@@ -92,15 +99,7 @@ MlaAttention MlaAttention::load(WeightLoader& w, OpContext& ctx, const std::stri
 
   // W_UK^T per head, so that q_latent[h] = q_nope[h] @ W_UK[h] is a plain x @ W^T matmul.
   const int64_t rows = a.nope_dim + a.v_dim;
-  Tensor kvb = dense_host_weight(w, p + ".kv_b_proj", H * rows, R);
-  if (w.is_fp8_linear(p + ".kv_b_proj") && (ctx.act_dtype == DType::BF16 || ctx.act_dtype == DType::F16)) {
-    // Dequantized fp8 weights are rounded to the activation dtype, as vLLM does for the absorbed
-    // W_UK / W_UV: f32 weights under bf16 activations have no BATCHED_MATMUL kernel on a GPU
-    // and would run as H mixed-dtype matmuls per projection.
-    auto buf = std::shared_ptr<char[]>(new char[size_t(kvb.numel()) * dtype_size(ctx.act_dtype)]);
-    convert_from_f32(ctx.act_dtype, kvb.ptr<float>(), buf.get(), size_t(kvb.numel()));
-    kvb = Tensor::view_of(buf.get(), ctx.act_dtype, {H * rows, R}, DeviceKind::CPU, 0, std::shared_ptr<void>(buf, buf.get()));
-  }
+  Tensor kvb = dense_host_weight(w, p + ".kv_b_proj", H * rows, R, ctx.act_dtype);
   const size_t es = dtype_size(kvb.dtype);
   std::vector<char> t(static_cast<size_t>(H * R * a.nope_dim) * es);
   const char* src = static_cast<const char*>(kvb.data);
