@@ -58,16 +58,21 @@ __device__ __forceinline__ bool grouped_tile(const GroupedGemmParams& p, const i
   return true;
 }
 
-// The same lookup without tile_start: the block scans the expert tiles itself and the thread whose
-// expert owns tile blockIdx.x publishes it in shared memory. For short blocks (the decode GEMV)
-// this replaces a tile_start launch plus a log2(E)-deep chain of dependent loads with one round
-// trip to L2 and a shared-memory scan. Every thread of the block must call it, and all get the
-// same answer. smem: blockDim.x + 2 ints.
+// The same lookup without tile_start, for row tile b (blockIdx.x for the GEMV, blockIdx.y for
+// moe_gemm_mma.cu): the block scans the expert tiles itself and the thread whose expert owns tile
+// b publishes it in shared memory. For short blocks (the decode GEMV) this replaces a tile_start
+// launch plus a log2(E)-deep chain of dependent loads with one round trip to L2 and a
+// shared-memory scan. Every thread of the block must call it, and all get the same answer.
+// smem: blockDim.x + 2 ints.
 template <int BM>
-__device__ __forceinline__ bool grouped_tile_scan(const GroupedGemmParams& p, int* smem, int& e, int64_t& row0,
-                                                  int64_t& row_end) {
-  if (!p.expert_offsets) return grouped_tile<BM>(p, nullptr, e, row0, row_end);
-  const int b = int(blockIdx.x);
+__device__ __forceinline__ bool grouped_tile_scan(const GroupedGemmParams& p, int* smem, int b, int& e,
+                                                  int64_t& row0, int64_t& row_end) {
+  if (!p.expert_offsets) {
+    e = 0;
+    row0 = int64_t(b) * BM;
+    row_end = row0 + BM < p.rows ? row0 + BM : p.rows;
+    return true;
+  }
   int* found = smem + blockDim.x;  // {expert, its first tile}
   if (threadIdx.x == 0) found[0] = -1;  // ordered before any visit by the scan's first barrier
   scan_expert_tiles(p.expert_offsets, p.num_experts, BM, smem, [&](int ex, int first, int end) {

@@ -104,29 +104,10 @@ struct Smem {
 // Every thread calls it and all get the same answer. smem: blockDim.x + 2 ints.
 template <int BM>
 __device__ __forceinline__ bool find_tile(const GroupedGemmParams& p, int* smem, int& e, int& row0, int& rows) {
-  const int b = int(blockIdx.y);
-  int end;
-  if (p.expert_offsets) {
-    int* found = smem + blockDim.x;  // {expert, its first tile}
-    if (threadIdx.x == 0) found[0] = -1;  // ordered before any visit by the scan's first barrier
-    scan_expert_tiles(p.expert_offsets, p.num_experts, BM, smem, [&](int ex, int first, int last) {
-      if (first <= b && b < last) {  // tile ranges are disjoint: at most one thread writes
-        found[0] = ex;
-        found[1] = first;
-      }
-    });
-    __syncthreads();
-    e = found[0];
-    if (e < 0) return false;
-    row0 = p.expert_offsets[e] + (b - found[1]) * BM;
-    end = min(row0 + BM, int(p.expert_offsets[e + 1]));
-  } else {
-    e = 0;
-    row0 = b * BM;
-    end = row0 + BM;
-  }
-  end = min(end, int(p.rows));
-  rows = end - row0;
+  int64_t r0, r1;
+  if (!grouped_tile_scan<BM>(p, smem, int(blockIdx.y), e, r0, r1)) return false;
+  row0 = int(r0);
+  rows = int(r1 - r0);
   return rows > 0;
 }
 

@@ -166,7 +166,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kerne
 
   int e;
   int64_t row0, row_end;
-  if (!grouped_tile_scan<BM>(p, scan_sm, e, row0, row_end)) return;  // whole block
+  if (!grouped_tile_scan<BM>(p, scan_sm, int(blockIdx.x), e, row0, row_end)) return;  // whole block
   const int rows = int(row_end - row0);
   if (rows <= 0) return;  // whole block (offsets past p.rows)
 
