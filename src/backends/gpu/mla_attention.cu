@@ -53,16 +53,7 @@ constexpr int kMaxDc = kMaxAcc * kThreads;            // R = 1
 constexpr int kMinSplitKeys = 64;                     // no split is given fewer keys
 constexpr int kMaxSplits = 64;
 
-struct MlaParams {
-  const void* q_lat;
-  const void* q_pe;
-  void* out;
-  const void* cache;
-  const int32_t* block_tables;
-  const int32_t* seq_lens;
-  const int32_t* qsl;
-  int64_t ql_s0, ql_s1, qp_s0, qp_s1, o_s0, o_s1, c_s0, c_s1, bt_s0;
-  int H, Dc, Dr, page;
+struct MlaParams : MlaViews {
   int R, BK, ld, nacc;  // rows per block, keys per tile, smem row stride, outputs per thread
   float scale;
   int splits;  // key splits per row block (grid.z); each sequence's chunk is computed on the device

@@ -70,16 +70,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 static_assert(kKeys % kCopyRows == 0, "copy passes cover a tile");
 static_assert((kMaxW / 8) % kCopyThreadsPerRow == 0, "copy vectors split evenly at the widest row");
 
-struct MlaMmaParams {
-  const void* q_lat;
-  const void* q_pe;
-  void* out;
-  const void* cache;
-  const int32_t* block_tables;
-  const int32_t* seq_lens;
-  const int32_t* qsl;
-  int64_t ql_s0, ql_s1, qp_s0, qp_s1, o_s0, o_s1, c_s0, c_s1, bt_s0;
-  int H, Dc, Dr, page;
+struct MlaMmaParams : MlaViews {
   int qs_bytes;  // shared bytes of the Q staging area (reused for the S partials)
   float sl2;     // scale * log2(e)
   int splits, min_keys;

@@ -1,6 +1,5 @@
 // What MLA_ATTENTION's two GPU kernels (mla_attention.cu, portable; mla_attention_mma.cu, NVIDIA
-// tensor cores) both take from the op's args: raw pointers, element strides and sizes. Each
-// kernel's parameter struct has these fields under these names, plus its own planning.
+// tensor cores) both take from the op's args.
 #pragma once
 #include <cstdint>
 
@@ -8,8 +7,21 @@
 
 namespace portllm::gpu {
 
-template <class P>
-void fill_mla_views(P& p, const MlaAttentionArgs& a) {
+// Raw pointers, element strides and sizes of the op's views; each kernel's parameter struct
+// derives from it and adds its own planning.
+struct MlaViews {
+  const void* q_lat;
+  const void* q_pe;
+  void* out;
+  const void* cache;
+  const int32_t* block_tables;
+  const int32_t* seq_lens;
+  const int32_t* qsl;
+  int64_t ql_s0, ql_s1, qp_s0, qp_s1, o_s0, o_s1, c_s0, c_s1, bt_s0;
+  int H, Dc, Dr, page;
+};
+
+inline void fill_mla_views(MlaViews& p, const MlaAttentionArgs& a) {
   p.q_lat = a.q_latent.data;
   p.q_pe = a.q_pe.data;
   p.out = a.out.data;
