@@ -4,7 +4,7 @@
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe ops perf logits engine graphs bench throughput tprofile moe serve v2profile profile musa
+# STAGEs: smi probe ops perf logits engine graphs bench throughput moe serve v2profile profile musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
 # narrows it the same way). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
@@ -195,31 +195,6 @@ if has throughput; then
     row "$m nano-vllm throughput (256 seqs)" "$(awk '/output tok\/s/{print "out tok/s="$3} /total tok\/s/{print "total="$3}' "$log" | tr '\n' ' ') rc=$rc"
     row "  engine loop" "$(grep -h '^engine steps' "$log")"
   done
-fi
-
-if has tprofile; then
-  # Where the throughput workload's GPU time goes, graphs included (nsys traces each graph node):
-  # per-kernel totals, and the GPU-busy sum against the wall time (the rest is host time between
-  # steps). Needs Nsight Systems on the machine.
-  NSYS=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
-  if [ -n "$NSYS" ]; then
-    timeout 500 "$NSYS" profile --cuda-graph-trace=node --trace=cuda -o "$OUT/tput" -f true "$PL" bench throughput --device cuda \
-      --load-format dummy --model tests/data/configs/Qwen3-8B --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 \
-      --kv-dtype bf16 >"$OUT/tprofile.log" 2>&1
-    rc=$?
-    timeout 200 "$NSYS" stats --report cuda_gpu_kern_sum --format csv -o "$OUT/tput" "$OUT/tput.nsys-rep" >/dev/null 2>&1
-    python3 - "$OUT/tput_cuda_gpu_kern_sum.csv" <<'PY' | tee "$OUT/tprofile-top.txt"
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-tot = sum(float(r["Total Time (ns)"]) for r in rows)
-print(f"GPU kernel time {tot/1e9:.2f} s over {len(rows)} kernels")
-for r in sorted(rows, key=lambda r: -float(r["Total Time (ns)"]))[:25]:
-    print(f'{float(r["Total Time (ns)"])/1e6:9.1f} ms {float(r["Total Time (ns)"])/tot*100:5.1f}% {int(r["Instances"]):8d} x {float(r["Avg (ns)"])/1e3:8.1f} us  {r["Name"][:110]}')
-PY
-    row "nsys throughput profile (tprofile-top.txt)" "$(head -1 "$OUT/tprofile-top.txt") wall: $(grep -h 'output tok/s\|elapsed\|duration' "$OUT/tprofile.log" | tr -s ' ' | tr '\n' ' ') rc=$rc"
-  else
-    row "nsys throughput profile" "no nsys on this machine"
-  fi
 fi
 
 if has moe; then
