@@ -63,6 +63,16 @@ OpDesc KvWriteArgs::desc() const {
   return d;
 }
 
+OpDesc QkNormRopeKvWriteArgs::desc() const {
+  auto d = make(Op::QK_NORM_ROPE_KV_WRITE, q.dtype, q_norm.defined() ? q_norm.dtype : q.dtype, k_cache.dtype);
+  d.dim[0] = q.size(-1);
+  d.dim[1] = rot_dim;
+  d.dim[2] = k_cache.size(1);
+  d.dim[3] = v.size(-1);
+  d.flags = (interleaved ? 1u : 0u) | (q_norm.defined() ? 2u : 0u);
+  return d;
+}
+
 OpDesc AttentionArgs::desc(Op op) const {
   auto d = make(op, q.dtype, DType::F32, k_cache.dtype);
   d.dim[0] = q.size(-1);

@@ -106,6 +106,32 @@ struct KvWriteArgs {
   OpDesc desc() const;
 };
 
+// The attention block's per-token preparation as one op: q and k heads RMS-normalized per head
+// (Qwen3's q_norm / k_norm; skipped when q_norm is undefined), RoPE on both, then k and v into the
+// paged cache. Defined as RMS_NORM(q), RMS_NORM(k), ROPE, KV_WRITE in that order, each rounding
+// where it stores (q and k are updated in place, as those ops do). Where only the reference takes
+// it, ops::qk_norm_rope_kv_write runs those four ops instead: the fused kernel is a launch saving.
+// dtype[0] = q/k/v, dtype[1] = norm weight (q's dtype when none), dtype[2] = cache;
+// dim[0] = head dim (q and k), dim[1] = rot_dim, dim[2] = page size, dim[3] = v head dim;
+// flags bit0 = interleaved rope, bit1 = q/k norm.
+struct QkNormRopeKvWriteArgs {
+  Tensor q;       // [T, Hq, D] in/out
+  Tensor k;       // [T, Hkv, D] in/out
+  Tensor v;       // [T, Hkv, Dv]
+  Tensor q_norm;  // [D] or undefined
+  Tensor k_norm;  // [D] (with q_norm)
+  float eps = 1e-6f;
+  float weight_offset = 0.f;  // RmsNormArgs::weight_offset (1 for Qwen3-Next's "1 + w")
+  Tensor positions;  // [T] i32
+  Tensor cos_sin;    // [max_pos, rot_dim] f32 (RopeArgs)
+  int rot_dim = 0;
+  bool interleaved = false;
+  Tensor k_cache;       // [NB, page, Hkv, D]
+  Tensor v_cache;       // [NB, page, Hkv, Dv]
+  Tensor slot_mapping;  // [T] i32, < 0: not written
+  OpDesc desc() const;
+};
+
 // Causal attention over a paged cache for a ragged batch. Sequence b owns queries
 // [query_start_loc[b], query_start_loc[b+1]) which sit at the last q_len positions of its
 // seq_lens[b] context (the cache already holds this step's K/V). GQA: query head h reads KV head

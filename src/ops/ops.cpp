@@ -48,6 +48,18 @@ void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Te
 
 void kv_write(OpContext& ctx, const KvWriteArgs& a) { run(ctx, a.desc(), a); }
 
+void qk_norm_rope_kv_write(OpContext& ctx, const QkNormRopeKvWriteArgs& a) {
+  const OpDesc d = a.desc();
+  // The reference is the composition below, one row at a time: running it would gain nothing.
+  if (const KernelInfo* k = ctx.dispatcher->try_select(d); k && !k->is_reference()) return run(ctx, d, a);
+  if (a.q_norm.defined()) {
+    rms_norm(ctx, a.q, a.q, a.q_norm, a.eps, a.weight_offset);
+    rms_norm(ctx, a.k, a.k, a.k_norm, a.eps, a.weight_offset);
+  }
+  rope(ctx, a.q, a.k, a.positions, a.cos_sin, a.rot_dim, a.interleaved);
+  kv_write(ctx, KvWriteArgs{a.k, a.v, a.k_cache, a.v_cache, a.slot_mapping});
+}
+
 void attention(OpContext& ctx, const AttentionArgs& a) {
   run(ctx, a.desc(a.max_q_len == 1 ? Op::ATTN_DECODE : Op::ATTN_PREFILL), a);
 }

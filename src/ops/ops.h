@@ -30,6 +30,8 @@ void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
 // out[b] = x[b] @ W[b]^T over 3-D strided views (BatchedMatmulArgs).
 void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w);
 void kv_write(OpContext& ctx, const KvWriteArgs& args);
+// q/k norm + RoPE + KV write: the fused kernel where the device has one, else the four ops.
+void qk_norm_rope_kv_write(OpContext& ctx, const QkNormRopeKvWriteArgs& args);
 void attention(OpContext& ctx, const AttentionArgs& args);  // ATTN_DECODE when max_q_len == 1
 void argmax(OpContext& ctx, const Tensor& out, const Tensor& x);
 void softmax(OpContext& ctx, const Tensor& out, const Tensor& x);

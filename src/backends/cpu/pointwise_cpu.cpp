@@ -1,7 +1,9 @@
 // CPU kernels for the cheap per-row ops on f32 activations: embedding, RMSNorm (plain and fused
-// with the residual add), RoPE, SiLU-and-mul, add, argmax. Rows are spread over the thread pool.
+// with the residual add), RoPE, the attention preparation (q/k norm + RoPE + KV write in one pass
+// over each token's heads), SiLU-and-mul, add, argmax. Rows are spread over the thread pool.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "backends/cpu/simd.h"
@@ -64,6 +66,16 @@ void add_rms_norm(const AddRmsNormArgs& a, Stream&) {
   });
 }
 
+// RoPE on one head row: pairs (i, i + half), or (2i, 2i + 1) when interleaved.
+void rotate_row(float* v, const float* cs, int half, bool inter) {
+  for (int i = 0; i < half; ++i) {
+    const int i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
+    const float x1 = v[i1], x2 = v[i2], c = cs[i], s = cs[half + i];
+    v[i1] = x1 * c - x2 * s;
+    v[i2] = x2 * c + x1 * s;
+  }
+}
+
 void rope(const RopeArgs& a, Stream&) {
   const int half = a.rot_dim / 2;
   auto apply = [&](const Tensor& x) {
@@ -71,20 +83,53 @@ void rope(const RopeArgs& a, Stream&) {
     ThreadPool::global().parallel_for(x.size(0), [&](int64_t t0, int64_t t1, int) {
       for (int64_t t = t0; t < t1; ++t) {
         const float* cs = a.cos_sin.ptr<float>() + int64_t(a.positions.ptr<int32_t>()[t]) * a.cos_sin.strides[0];
-        for (int64_t h = 0; h < x.size(1); ++h) {
-          float* v = x.ptr<float>() + t * x.strides[0] + h * x.strides[1];
-          for (int i = 0; i < half; ++i) {
-            const int i1 = a.interleaved ? 2 * i : i, i2 = a.interleaved ? 2 * i + 1 : i + half;
-            const float x1 = v[i1], x2 = v[i2], c = cs[i], s = cs[half + i];
-            v[i1] = x1 * c - x2 * s;
-            v[i2] = x2 * c + x1 * s;
-          }
-        }
+        for (int64_t h = 0; h < x.size(1); ++h)
+          rotate_row(x.ptr<float>() + t * x.strides[0] + h * x.strides[1], cs, half, a.interleaved);
       }
     }, 4);
   };
   apply(a.q);
   apply(a.k);
+}
+
+void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream&) {
+  const int64_t D = a.q.size(2), Dv = a.v.size(2), page = a.k_cache.size(1);
+  const int half = a.rot_dim / 2;
+  const size_t es = dtype_size(a.k_cache.dtype);
+  const bool norm = a.q_norm.defined();
+  std::vector<float> wq, wk;  // f32 copies of the norm weights
+  if (norm) {
+    wq.resize(size_t(D));
+    wk.resize(size_t(D));
+    widen(a.q_norm.dtype, a.q_norm.data, wq.data(), D);
+    widen(a.k_norm.dtype, a.k_norm.data, wk.data(), D);
+  }
+  ThreadPool::global().parallel_for(a.q.size(0), [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* cs = a.cos_sin.ptr<float>() + int64_t(a.positions.ptr<int32_t>()[t]) * a.cos_sin.strides[0];
+      auto prepare = [&](const Tensor& x, const std::vector<float>& w) {
+        for (int64_t h = 0; h < x.size(1); ++h) {
+          float* v = x.ptr<float>() + t * x.strides[0] + h * x.strides[1];
+          if (norm) norm_row(v, v, w.data(), D, a.eps, a.weight_offset);
+          rotate_row(v, cs, half, a.interleaved);
+        }
+      };
+      prepare(a.q, wq);
+      prepare(a.k, wk);
+      const int32_t slot = a.slot_mapping.ptr<int32_t>()[t];
+      if (slot < 0) continue;
+      for (int64_t h = 0; h < a.k.size(1); ++h) {
+        auto put = [&](const Tensor& src, const Tensor& cache, int64_t d) {
+          char* dst = static_cast<char*>(cache.data) +
+                      ((slot / page) * cache.strides[0] + (slot % page) * cache.strides[1] + h * cache.strides[2]) *
+                          int64_t(es);
+          convert_from_f32(cache.dtype, src.ptr<float>() + t * src.strides[0] + h * src.strides[1], dst, size_t(d));
+        };
+        put(a.k, a.k_cache, D);
+        put(a.v, a.v_cache, Dv);
+      }
+    }
+  }, 1);
 }
 
 void silu_mul(const SiluMulArgs& a, Stream&) {
@@ -134,6 +179,12 @@ void register_pointwise_kernels() {
   register_kernel<RmsNormArgs>(Op::RMS_NORM, C, "cpu.rms_norm", 10, f32_act_float_w, rms_norm);
   register_kernel<AddRmsNormArgs>(Op::ADD_RMS_NORM, C, "cpu.add_rms_norm", 10, f32_act_float_w, add_rms_norm);
   register_kernel<RopeArgs>(Op::ROPE, C, "cpu.rope", 10, f32_act, rope);
+  auto prep_ok = [](const OpDesc& d, const DeviceCaps& c) {
+    auto float_t = [](DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; };
+    return f32_act(d, c) && float_t(d.dtype[1]) && float_t(d.dtype[2]);
+  };
+  register_kernel<QkNormRopeKvWriteArgs>(Op::QK_NORM_ROPE_KV_WRITE, C, "cpu.qk_norm_rope_kv_write", 10, prep_ok,
+                                         qk_norm_rope_kv_write);
   register_kernel<SiluMulArgs>(Op::SILU_MUL, C, "cpu.silu_mul", 10, f32_act, silu_mul);
   register_kernel<AddArgs>(Op::ADD, C, "cpu.add", 10, f32_act, add);
   register_kernel<ArgmaxArgs>(Op::ARGMAX, C, "cpu.argmax", 10, f32_act, argmax);

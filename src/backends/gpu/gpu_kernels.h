@@ -14,6 +14,7 @@ void register_matmul_kernels();
 void register_batched_matmul_kernels();  // batched_matmul.cpp: BATCHED_MATMUL (strided-batched BLAS)
 void register_gemv_kernels();
 void register_attention_kernels();
+void register_qk_norm_rope_kv_write_kernels();  // qk_norm_rope_kv_write.cu: q/k norm + RoPE + KV write, one launch
 void register_moe_kernels();  // moe.cu: MoE routing, permute, combine
 void register_moe_gemm_kernels();  // moe_gemm.cu: MOE_GEMM (grouped tiled GEMM)
 void register_matmul_fp8_kernels();  // matmul_fp8.cpp: MATMUL_FP8_BLOCK

@@ -22,6 +22,26 @@ Tensor upload_rope_table(OpContext& ctx, const RopeConfig& rope, int rot_dim, in
   return ctx.device->upload(rope_cos_sin_table(rope, rot_dim, std::min<int64_t>(max_pos, 1 << 17)));
 }
 
+QkNormRopeKvWriteArgs prepare_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                   const Tensor& k_norm, float eps, float weight_offset, const ForwardBatch& b,
+                                   LayerCache& cache, const Tensor& cos_sin, int rot_dim) {
+  QkNormRopeKvWriteArgs a;
+  a.q = q;
+  a.k = k;
+  a.v = v;
+  a.q_norm = q_norm;
+  a.k_norm = k_norm;
+  a.eps = eps;
+  a.weight_offset = weight_offset;
+  a.positions = b.positions;
+  a.cos_sin = cos_sin;
+  a.rot_dim = rot_dim;
+  a.k_cache = cache.k;
+  a.v_cache = cache.v;
+  a.slot_mapping = b.slot_mapping;
+  return a;
+}
+
 void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, const Tensor& q,
                      const Tensor& k_cache, const Tensor& v_cache, float scale) {
   AttentionArgs a;
@@ -74,12 +94,7 @@ Tensor AttentionBlock::forward(OpContext& ctx, const ForwardBatch& b, LayerCache
   Tensor q = heads_view(qkv_out, 0, num_heads, head_dim);
   Tensor k = heads_view(qkv_out, num_heads * head_dim, num_kv_heads, head_dim);
   Tensor v = heads_view(qkv_out, (num_heads + num_kv_heads) * head_dim, num_kv_heads, head_dim);
-  if (q_norm.defined()) {
-    ops::rms_norm(ctx, q, q, q_norm, eps);
-    ops::rms_norm(ctx, k, k, k_norm, eps);
-  }
-  ops::rope(ctx, q, k, b.positions, cos_sin, rot_dim, false);
-  ops::kv_write(ctx, KvWriteArgs{k, v, cache.k, cache.v, b.slot_mapping});
+  ops::qk_norm_rope_kv_write(ctx, prepare_args(q, k, v, q_norm, k_norm, eps, 0.f, b, cache, cos_sin, rot_dim));
   Tensor attn = ctx.act({T, num_heads, head_dim});
   paged_attention(ctx, b, attn, q, cache.k, cache.v, scale);
   return o.forward(ctx, attn.reshape({T, num_heads * head_dim}));

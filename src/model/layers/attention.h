@@ -8,6 +8,7 @@
 #include "model/config.h"
 #include "model/forward_batch.h"
 #include "model/linear.h"
+#include "ops/op_args.h"
 
 namespace portllm {
 
@@ -32,6 +33,12 @@ Tensor upload_rope_table(OpContext& ctx, const RopeConfig& rope, int rot_dim, in
 // Attention over the paged cache with this batch's metadata (shared by MLA and gated attention).
 void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, const Tensor& q,
                      const Tensor& k_cache, const Tensor& v_cache, float scale);
+
+// The args of the per-token preparation (q/k norm when q_norm is defined, RoPE, K/V into this
+// layer's cache) for this batch (shared by the standard and the gated attention).
+QkNormRopeKvWriteArgs prepare_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
+                                   const Tensor& k_norm, float eps, float weight_offset, const ForwardBatch& b,
+                                   LayerCache& cache, const Tensor& cos_sin, int rot_dim);
 
 // A [T, H, D] view of columns [col0, col0 + H*D) of a [T, C] tensor.
 Tensor heads_view(const Tensor& t2d, int64_t col0, int64_t heads, int64_t dim);

@@ -51,10 +51,7 @@ Tensor GatedAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache
   Tensor q = q_or_gate(proj, 0, H, D), gate = q_or_gate(proj, 1, H, D);
   Tensor k = heads_view(proj, 2 * H * D, num_kv_heads, D);
   Tensor v = heads_view(proj, 2 * H * D + num_kv_heads * D, num_kv_heads, D);
-  ops::rms_norm(ctx, q, q, q_norm, eps, 1.f);
-  ops::rms_norm(ctx, k, k, k_norm, eps, 1.f);
-  ops::rope(ctx, q, k, b.positions, cos_sin, rot_dim, false);
-  ops::kv_write(ctx, KvWriteArgs{k, v, cache.k, cache.v, b.slot_mapping});
+  ops::qk_norm_rope_kv_write(ctx, prepare_args(q, k, v, q_norm, k_norm, eps, 1.f, b, cache, cos_sin, rot_dim));
   Tensor attn = ctx.act({T, H, D});
   paged_attention(ctx, b, attn, q, cache.k, cache.v, scale);
   ops::sigmoid_mul(ctx, attn, attn, gate);

@@ -35,6 +35,7 @@ void register_hybrid_cases();  // cases_hybrid.cpp
 void register_moe_cases();     // cases_moe.cpp
 void register_mla_cases();     // cases_mla.cpp
 void register_sample_cases();  // cases_sample.cpp
+void register_fused_cases();   // cases_fused.cpp
 void register_perf_cases();    // perf_cases.cpp
 
 }  // namespace portllm::conformance

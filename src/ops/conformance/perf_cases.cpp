@@ -376,6 +376,44 @@ std::vector<OpCase> kv_write_perf(DType act) {
   }
   return v;
 }
+
+// The attention block's preparation fused (Qwen3-8B: q/k norm, NeoX over 128 dims, K/V into a
+// paged cache): what one launch replaces RMS_NORM x2 + ROPE + KV_WRITE with.
+std::vector<OpCase> qk_norm_rope_kv_write_perf(DType act) {
+  std::vector<OpCase> v;
+  for (int T : {1, 2048}) {
+    CaseRng r(uint64_t(T) + 19);
+    OpCase c;
+    c.op = Op::QK_NORM_ROPE_KV_WRITE;
+    const int page = 16, nb = (T + page - 1) / page;
+    c.name = fmt::format("T={} q/k/v views of [T, {}] qk-norm neox page={}", T, kQ8Qkv, page);
+    std::vector<int32_t> ids(static_cast<size_t>(T));
+    for (int i = 0; i < T; ++i) ids[size_t(i)] = i;
+    c.tensors = {r.tensor(act, {T, kQ8Qkv}), r.tensor(act, {kQ8D}), r.tensor(act, {kQ8D}), r.ints(ids, {T}),
+                 r.tensor(DType::F32, {T, kQ8D}), CaseRng::filled(act, {nb, page, kQ8Hkv, kQ8D}, 0),
+                 CaseRng::filled(act, {nb, page, kQ8Hkv, kQ8D}, 0), r.ints(ids, {T})};
+    c.outputs = {0, 5, 6};
+    // q and k read and written, v read, k and v written to the cache, one cos/sin row per token.
+    c.bytes = (2.0 * (kQ8Hq + kQ8Hkv) + 3.0 * kQ8Hkv) * T * kQ8D * dtype_size(act) + double(T) * kQ8D * 4;
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      QkNormRopeKvWriteArgs a;
+      a.q = heads_view(t[0], 0, kQ8Hq, kQ8D);
+      a.k = heads_view(t[0], kQ8Hq * kQ8D, kQ8Hkv, kQ8D);
+      a.v = heads_view(t[0], (kQ8Hq + kQ8Hkv) * kQ8D, kQ8Hkv, kQ8D);
+      a.q_norm = t[1];
+      a.k_norm = t[2];
+      a.positions = t[3];
+      a.cos_sin = t[4];
+      a.rot_dim = kQ8D;
+      a.k_cache = t[5];
+      a.v_cache = t[6];
+      a.slot_mapping = t[7];
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
 }  // namespace
 
 void register_perf_cases() {
@@ -390,6 +428,7 @@ void register_perf_cases() {
   register_perf_case_generator(Op::RMS_NORM, rms_norm_perf);
   register_perf_case_generator(Op::ROPE, rope_perf);
   register_perf_case_generator(Op::KV_WRITE, kv_write_perf);
+  register_perf_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_perf);
 }
 
 }  // namespace portllm::conformance

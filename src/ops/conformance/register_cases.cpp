@@ -15,6 +15,7 @@ void register_builtin_case_generators() {
     register_moe_cases();
     register_mla_cases();
     register_sample_cases();
+    register_fused_cases();
     register_perf_cases();
   });
 }

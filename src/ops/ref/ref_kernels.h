@@ -15,5 +15,6 @@ void register_moe_ref();  // moe_ref.cpp: MoE routing, permute, grouped GEMM, co
 void register_mla_ref();  // mla_ref.cpp: absorbed MLA attention
 void register_hybrid_ref();  // hybrid_ref.cpp: conv1d, gated delta rule, gated norm, sigmoid gate
 void register_sample_ref();  // sample_ref.cpp: SAMPLE
+void register_fused_ref();   // fused_ref.cpp: fused ops as the composition of their parts
 
 }  // namespace portllm::ref

@@ -11,6 +11,7 @@ void register_reference_kernels() {
   register_moe_ref();
   register_mla_ref();
   register_sample_ref();
+  register_fused_ref();
 }
 
 }  // namespace portllm::ref

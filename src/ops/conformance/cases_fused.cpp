@@ -1,0 +1,92 @@
+// Cases for the fused ops (the reference is the composition of the unfused references).
+// QK_NORM_ROPE_KV_WRITE: q, k and v as head views of one fused qkv row, as the attention layers
+// pass them, for Qwen3 (q/k norm, NeoX over the whole head), Llama (no norm), a partial rotary
+// dim, interleaved pairs, a 256-wide head (a whole warp per row), a batch large enough that blocks
+// loop, padding tokens (slot -1), and an odd column offset (views a 16-byte kernel cannot take).
+#include <cmath>
+#include <numeric>
+
+#include "ops/conformance/cases.h"
+#include "ops/op_args.h"
+
+namespace portllm::conformance {
+
+namespace {
+Tensor head_cols(const Tensor& t, int64_t col0, int64_t H, int64_t D) {
+  Tensor x = t.slice(1, col0, H * D);
+  x.ndim = 3;
+  x.shape = {t.shape[0], H, D, 0, 0};
+  x.strides = {t.strides[0], D, 1, 0, 0};
+  return x;
+}
+
+// A real cos/sin table (cos then sin of one angle per pair), as model/rope.cpp builds it.
+Tensor rope_table(int max_pos, int rot) {
+  Tensor cs = CaseRng::filled(DType::F32, {max_pos, rot}, 0);
+  for (int p = 0; p < max_pos; ++p)
+    for (int i = 0; i < rot / 2; ++i) {
+      const double ang = p * std::pow(10000.0, -2.0 * i / rot);
+      cs.ptr<float>()[p * rot + i] = float(std::cos(ang));
+      cs.ptr<float>()[p * rot + rot / 2 + i] = float(std::sin(ang));
+    }
+  return cs;
+}
+
+std::vector<OpCase> qk_norm_rope_kv_write_cases(DType act) {
+  std::vector<OpCase> v;
+  struct S { int T, Hq, Hk, D, rot, col0; bool inter, norm; };
+  const S shapes[] = {S{1, 32, 8, 128, 128, 0, false, true},  S{7, 4, 2, 128, 64, 0, false, true},
+                      S{5, 4, 1, 64, 64, 0, true, false},     S{300, 16, 4, 128, 128, 0, false, true},
+                      S{3, 2, 1, 256, 256, 0, false, true},   S{4, 4, 2, 128, 128, 1, false, true},
+                      S{6, 2, 2, 64, 32, 0, true, true}};
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
+    if (act != DType::F32 && cache_dt != act) continue;
+    for (const S& s : shapes) {
+      CaseRng r(uint64_t(s.T * 31 + s.D + s.rot + s.col0 + int(cache_dt)));
+      const int page = 16, nb = (s.T + page - 1) / page + 2, max_pos = 512;
+      const int W = s.col0 + (s.Hq + 2 * s.Hk) * s.D;
+      std::vector<int32_t> slots(static_cast<size_t>(nb * page)), pos;
+      std::iota(slots.begin(), slots.end(), 0);
+      for (int i = nb * page - 1; i > 0; --i) std::swap(slots[size_t(i)], slots[size_t(r.integer(0, i))]);
+      slots.resize(size_t(s.T));
+      if (s.T > 2) slots[1] = -1;  // padding token: no cache write
+      for (int i = 0; i < s.T; ++i) pos.push_back(int32_t(r.integer(0, max_pos - 1)));
+      OpCase c;
+      c.op = Op::QK_NORM_ROPE_KV_WRITE;
+      c.name = fmt::format("T={} Hq={} Hk={} D={} rot={} col0={} {} {} cache={}", s.T, s.Hq, s.Hk, s.D, s.rot, s.col0,
+                           s.inter ? "interleaved" : "neox", s.norm ? "qk-norm" : "no-norm", dtype_name(cache_dt));
+      c.tol = default_tolerance(act);
+      c.tensors = {r.tensor(act, {s.T, W}, -2, 2),           r.tensor(act, {s.D}, 0.5, 1.5),
+                   r.tensor(act, {s.D}, 0.5, 1.5),           r.ints(pos, {s.T}),
+                   rope_table(max_pos, s.rot),               r.tensor(cache_dt, {nb, page, s.Hk, s.D}),
+                   r.tensor(cache_dt, {nb, page, s.Hk, s.D}), r.ints(slots, {s.T})};
+      c.outputs = {0, 5, 6};
+      c.invoke = [s](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        QkNormRopeKvWriteArgs a;
+        a.q = head_cols(t[0], s.col0, s.Hq, s.D);
+        a.k = head_cols(t[0], s.col0 + s.Hq * s.D, s.Hk, s.D);
+        a.v = head_cols(t[0], s.col0 + (s.Hq + s.Hk) * s.D, s.Hk, s.D);
+        if (s.norm) {
+          a.q_norm = t[1];
+          a.k_norm = t[2];
+        }
+        a.eps = 1e-6f;
+        a.positions = t[3];
+        a.cos_sin = t[4];
+        a.rot_dim = s.rot;
+        a.interleaved = s.inter;
+        a.k_cache = t[5];
+        a.v_cache = t[6];
+        a.slot_mapping = t[7];
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
+  return v;
+}
+}  // namespace
+
+void register_fused_cases() { register_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_cases); }
+
+}  // namespace portllm::conformance
