@@ -63,6 +63,14 @@ OpDesc KvWriteArgs::desc() const {
   return d;
 }
 
+OpDesc MatmulSiluMulArgs::desc() const {
+  auto d = make(Op::MATMUL_SILU_MUL, x.dtype, w.dtype);
+  d.dim[0] = x.size(0);
+  d.dim[1] = out.size(1);
+  d.dim[2] = x.size(1);
+  return d;
+}
+
 OpDesc QkNormRopeKvWriteArgs::desc() const {
   auto d = make(Op::QK_NORM_ROPE_KV_WRITE, q.dtype, q_norm.defined() ? q_norm.dtype : q.dtype, k_cache.dtype);
   d.dim[0] = q.size(-1);

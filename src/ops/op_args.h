@@ -84,6 +84,18 @@ struct MatmulArgs {
   OpDesc desc() const;
 };
 
+// out[M, I] = silu(x @ Wg^T) * (x @ Wu^T), W = [Wg; Wu] ([2I, K], float weights, no bias): a
+// gated MLP's gate_up MATMUL with SILU_MUL as its epilogue. Defined as MATMUL into [M, 2I] of the
+// activation dtype, then SILU_MUL (rounding where those store); where only the reference takes it,
+// ops::matmul_silu_mul runs those two ops. dtype[0] = x/out, dtype[1] = W; dim[0] = M, dim[1] = I,
+// dim[2] = K.
+struct MatmulSiluMulArgs {
+  Tensor out;  // [M, I]
+  Tensor x;    // [M, K]
+  Tensor w;    // [2I, K]
+  OpDesc desc() const;
+};
+
 // out[b] = x[b] @ W[b]^T for b < B: out [B, M, N], x [B, M, K], W [B, N, K], each a 3-D view
 // with a contiguous last dim and arbitrary batch and row strides (MLA absorbs W_UK / W_UV per
 // head this way: the batch is the head, a column or row offset inside one fused tensor).

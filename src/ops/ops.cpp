@@ -41,6 +41,16 @@ void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
   run(ctx, a.desc(), a);
 }
 
+void matmul_silu_mul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {
+  const MatmulSiluMulArgs a{out, x, w};
+  const OpDesc d = a.desc();
+  if (const KernelInfo* k = ctx.dispatcher->try_select(d); k && !k->is_reference()) return run(ctx, d, a);
+  const int64_t I = out.size(1);
+  Tensor gu = ctx.empty(out.dtype, {x.size(0), 2 * I});
+  matmul(ctx, gu, x, w);
+  silu_mul(ctx, out, gu.slice(1, 0, I), gu.slice(1, I, I));
+}
+
 void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {
   BatchedMatmulArgs a{out, x, w};
   run(ctx, a.desc(), a);

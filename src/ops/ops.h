@@ -27,6 +27,9 @@ void silu_mul(OpContext& ctx, const Tensor& out, const Tensor& gate, const Tenso
 void add(OpContext& ctx, const Tensor& out, const Tensor& a, const Tensor& b);
 void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
             const Tensor& bias = {}, const Tensor& w_scale = {}, int block_n = 0, int block_k = 0);
+// out = silu(x @ Wg^T) * (x @ Wu^T), W = [Wg; Wu]: fused where the device has a kernel, else
+// MATMUL + SILU_MUL.
+void matmul_silu_mul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w);
 // out[b] = x[b] @ W[b]^T over 3-D strided views (BatchedMatmulArgs).
 void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w);
 void kv_write(OpContext& ctx, const KvWriteArgs& args);

@@ -3,14 +3,25 @@
 //
 // At M <= 8 a GEMM is a stream over W: every weight byte is used M times, so the kernel is
 // bandwidth-bound and the goal is to keep enough bytes in flight. Each warp owns kRows output
-// columns (rows of W); lane l reads 16-byte vectors (8 values) of each row at k = 8 l + 256 i,
-// kUnroll vectors per row in flight, and the matching x vectors (x is tiny and stays in L1).
-// A warp reduction per (m, n) finishes the dot products. Portable CUDA C++ (plain 16-byte loads);
-// vendor BLAS takes shapes this kernel refuses (K % 8 != 0, unaligned rows, M > 8, f32).
+// columns (rows of W) and one of `split` slices of K; lane l reads 16-byte vectors (8 values) of
+// each row at k = slice start + 8 l + 256 i, kUnroll vectors per row in flight, and the matching x
+// vectors (x is tiny and stays in L1). A warp reduction per (m, n) finishes its slice's dot
+// products; with split > 1 the block's warps that share rows add their slices through shared
+// memory in slice order (deterministic). Narrow W (few rows, long K: Qwen3-8B's down_proj is 4096 x
+// 12288) gets split > 1 so that enough warps stream at once: one warp per row pair gave 256 blocks,
+// ~16 warps per SM and 3.4 TB/s. Portable CUDA C++ (plain 16-byte loads); vendor BLAS takes shapes
+// this kernel refuses (K % 8 != 0, unaligned rows, M > 8, f32).
+//
+// MATMUL_SILU_MUL (kGated) is the same stream with a warp's two rows being gate row j and up row
+// j + I of the merged gate_up weight, and silu(gate) * up as the epilogue: the SILU_MUL launch of a
+// decode step disappears. Both products are rounded to the activation dtype first, as MATMUL's
+// output would be before SILU_MUL reads it.
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/vec_io.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
 
@@ -26,13 +37,18 @@ constexpr int kRows = 2;    // W rows per warp
 constexpr int kUnroll = 2;
 constexpr int kMaxM = 8;
 
-template <class T, class TO, int M>
+template <class T, class TO, int M, bool kGated>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld, const T* __restrict__ x, int64_t x_ld,
                                                         const T* __restrict__ w, int64_t w_ld, const void* bias,
-                                                        DType bias_t, int m_rows, int64_t N, int64_t K) {
+                                                        DType bias_t, int m_rows, int64_t N, int64_t K, int split,
+                                                        int64_t k_slice) {
+  __shared__ float part[kWarps][M][kRows];
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int64_t n0 = (int64_t(blockIdx.x) * kWarps + warp) * kRows;
-  if (n0 >= N) return;
+  const int slice = warp % split;
+  // This warp's outputs: kRows consecutive rows of W, or (gated) output j = n0 from rows j, j + N.
+  const int64_t unit = int64_t(blockIdx.x) * (kWarps / split) + warp / split;
+  const int64_t n0 = kGated ? unit : unit * kRows, w_rows = kGated ? 2 * N : N;
+  const int64_t k_begin = int64_t(slice) * k_slice, k_end = std::min(K, k_begin + k_slice);
   float acc[M][kRows];
 #pragma unroll
   for (int m = 0; m < M; ++m)
@@ -40,21 +56,23 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
     for (int r = 0; r < kRows; ++r) acc[m][r] = 0.f;
   const T* wr[kRows];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) wr[r] = w + std::min<int64_t>(n0 + r, N - 1) * w_ld;  // clamp: rows past N are not stored
+  for (int r = 0; r < kRows; ++r)  // clamp: rows past the end are not stored
+    wr[r] = w + std::min<int64_t>(kGated ? n0 + r * N : n0 + r, w_rows - 1) * w_ld;
   constexpr int kStep = kWarpSize * 8;
-  for (int64_t k0 = int64_t(lane) * 8; k0 < K; k0 += int64_t(kStep) * kUnroll) {
+  // Warps past the last row skip the stream but still reach the block barrier below.
+  for (int64_t k0 = k_begin + int64_t(lane) * 8; n0 < N && k0 < k_end; k0 += int64_t(kStep) * kUnroll) {
     uint4 wv[kUnroll][kRows];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t k = k0 + int64_t(u) * kStep;
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        wv[u][r] = k < K ? *reinterpret_cast<const uint4*>(wr[r] + k) : make_uint4(0, 0, 0, 0);
+        wv[u][r] = k < k_end ? *reinterpret_cast<const uint4*>(wr[r] + k) : make_uint4(0, 0, 0, 0);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t k = k0 + int64_t(u) * kStep;
-      if (k >= K) break;
+      if (k >= k_end) break;
       float wf[kRows][8];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) unpack8<T>(wv[u][r], wf[r]);
@@ -71,39 +89,98 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
     }
   }
 #pragma unroll
-  for (int m = 0; m < M; ++m) {
-    if (m >= m_rows) break;
+  for (int m = 0; m < M; ++m)
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const float v = warp_sum(acc[m][r]);
-      const int64_t n = n0 + r;
-      if (lane == 0 && n < N) {
-        float b = 0.f;
-        if (bias) {
-          if (bias_t == DType::F32) b = static_cast<const float*>(bias)[n];
-          else if (bias_t == DType::BF16) b = gpu_bf16_to_f32(static_cast<const gpu_bf16*>(bias)[n]);
-          else b = gpu_half_to_f32(static_cast<const gpu_half*>(bias)[n]);
-        }
-        out[int64_t(m) * out_ld + n] = cvt<TO>(v + b);
+      const float v = warp_sum(acc[m][r]);  // every lane takes part (no early exit above)
+      if (split > 1 && lane == 0) part[warp][m][r] = v;
+      acc[m][r] = v;
+    }
+  if (split > 1) __syncthreads();
+  if (lane != 0 || slice != 0) return;
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    if (m >= m_rows) break;
+    if constexpr (kGated) {
+      static_assert(kRows == 2, "gate and up rows");
+      if (n0 >= N) break;
+      float gu[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        float v = acc[m][r];
+        for (int s2 = 1; s2 < split; ++s2) v += part[warp + s2][m][r];
+        gu[r] = round_to<T>(v);
       }
+      out[int64_t(m) * out_ld + n0] = cvt<TO>(gu[0] / (1.f + __expf(-gu[0])) * gu[1]);  // SILU_MUL's formula
+      continue;
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t n = n0 + r;
+      if (n >= N) continue;
+      float v = acc[m][r];
+      for (int s2 = 1; s2 < split; ++s2) v += part[warp + s2][m][r];
+      float b = 0.f;
+      if (bias) {
+        if (bias_t == DType::F32) b = static_cast<const float*>(bias)[n];
+        else if (bias_t == DType::BF16) b = gpu_bf16_to_f32(static_cast<const gpu_bf16*>(bias)[n]);
+        else b = gpu_half_to_f32(static_cast<const gpu_half*>(bias)[n]);
+      }
+      out[int64_t(m) * out_ld + n] = cvt<TO>(v + b);
     }
   }
 }
 
-// The output is rounded once from f32 (bias added in f32), as the BLAS path with beta = 1 does
-// for an f32 output; for bf16/f16 outputs the BLAS path rounds the bias first, a difference far
-// below the bf16 tolerance of the conformance suite.
-template <class T, int M>
-void launch(const MatmulArgs& a, gpuStream_t st) {
-  const int64_t N = a.w.size(0), K = a.w.size(1);
-  const unsigned grid = unsigned((N + kWarps * kRows - 1) / (kWarps * kRows));
-  dispatch_float(a.out.dtype, [&](auto to) {
+// K slices per row group: split doubles while the grid stays one wave of 4 blocks per compute unit
+// (the M = 1 kernel takes ~48 registers: 5 blocks of 256 threads fit an SM) and slices keep at
+// least 1024 values of K. Qwen3-8B's down_proj (4096 x 12288) gets 2, its o_proj 2, qkv and
+// gate_up 1. PORTLLM_GEMV_SPLIT (1, 2, 4 or 8; read once) overrides it, for measuring.
+int choose_split(int64_t N, int64_t K, int compute_units) {
+  static const int forced = [] {
+    const char* e = std::getenv("PORTLLM_GEMV_SPLIT");
+    const int v = e ? std::atoi(e) : 0;
+    return v == 1 || v == 2 || v == 4 || v == 8 ? std::min(v, kWarps) : 0;
+  }();
+  if (forced) return forced;
+  auto blocks = [&](int sp) { return (N + int64_t(kRows) * (kWarps / sp) - 1) / (int64_t(kRows) * (kWarps / sp)); };
+  int split = 1;
+  while (2 * split <= kWarps && blocks(2 * split) <= 4 * int64_t(compute_units) && K / (2 * split) >= 1024) split *= 2;
+  return split;
+}
+
+// out [M, N] (gated: N = I outputs from the 2I rows of w).
+template <class T, int M, bool kGated>
+void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, Stream& s) {
+  const int64_t N = kGated ? w.size(0) / 2 : w.size(0), K = w.size(1);
+  const int split = choose_split(w.size(0), K, caps_of(s).num_compute_units);
+  const int64_t outs_per_block = int64_t(kGated ? 1 : kRows) * (kWarps / split);
+  const int64_t k_slice = ((K + split - 1) / split + kWarpSize * 8 - 1) / (kWarpSize * 8) * (kWarpSize * 8);
+  const unsigned grid = unsigned((N + outs_per_block - 1) / outs_per_block);
+  dispatch_float(out.dtype, [&](auto to) {
     using TO = typename decltype(to)::type;
-    gemv_kernel<T, TO, M><<<grid, kThreads, 0, st>>>(a.out.ptr<TO>(), a.out.strides[0], static_cast<const T*>(a.x.data),
-                                                     a.x.strides[0], static_cast<const T*>(a.w.data), a.w.strides[0],
-                                                     a.bias.defined() ? a.bias.data : nullptr,
-                                                     a.bias.defined() ? a.bias.dtype : DType::F32, int(a.x.size(0)), N, K);
+    gemv_kernel<T, TO, M, kGated><<<grid, kThreads, 0, native_stream(s)>>>(
+        out.ptr<TO>(), out.strides[0], static_cast<const T*>(x.data), x.strides[0], static_cast<const T*>(w.data),
+        w.strides[0], bias.defined() ? bias.data : nullptr, bias.defined() ? bias.dtype : DType::F32, int(x.size(0)),
+        N, K, split, k_slice);
   });
+}
+
+template <bool kGated>
+void launch_any(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, Stream& s) {
+  const int64_t M = x.size(0);
+  auto go = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (M == 1) launch<T, 1, kGated>(out, x, w, bias, s);
+    else if (M == 2) launch<T, 2, kGated>(out, x, w, bias, s);
+    else if (M <= 4) launch<T, 4, kGated>(out, x, w, bias, s);
+    else launch<T, 8, kGated>(out, x, w, bias, s);
+  };
+  if (x.dtype == DType::BF16) go(Tag<gpu_bf16>{});
+  else go(Tag<gpu_half>{});
+}
+
+bool vec_ok(const Tensor& x, const Tensor& w) {
+  return aligned16(x.data) && aligned16(w.data) && x.strides[0] % 8 == 0 && w.strides[0] % 8 == 0 && w.size(1) % 8 == 0;
 }
 
 // The BLAS kernel this one defers to when a view's alignment rules out 16-byte loads.
@@ -113,22 +190,27 @@ const KernelInfo* blas_fallback() {
 }
 
 void gemv(const MatmulArgs& a, Stream& s) {
-  const int64_t M = a.x.size(0), N = a.w.size(0), K = a.w.size(1);
-  if (M == 0 || N == 0) return;
-  const bool ok = aligned16(a.x.data) && aligned16(a.w.data) && a.x.strides[0] % 8 == 0 && a.w.strides[0] % 8 == 0 &&
-                  K % 8 == 0;
-  if (!ok) return blas_fallback()->run(&a, s);
-  const gpuStream_t st = native_stream(s);
-  auto go = [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (M == 1) launch<T, 1>(a, st);
-    else if (M == 2) launch<T, 2>(a, st);
-    else if (M <= 4) launch<T, 4>(a, st);
-    else launch<T, 8>(a, st);
-  };
-  if (a.x.dtype == DType::BF16) go(Tag<gpu_bf16>{});
-  else go(Tag<gpu_half>{});
+  if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
+  if (!vec_ok(a.x, a.w)) return blas_fallback()->run(&a, s);
+  launch_any<false>(a.out, a.x, a.w, a.bias, s);
   check_launch("gemv");
+}
+
+void gemv_silu_mul(const MatmulSiluMulArgs& a, Stream& s) {
+  if (a.x.size(0) == 0 || a.out.size(1) == 0) return;
+  if (!vec_ok(a.x, a.w) || a.w.size(0) != 2 * a.out.size(1)) {
+    // Unaligned views: MATMUL into a scratch [M, 2I] then SILU_MUL, through the registry.
+    const std::shared_ptr<void> buf = scratch(s, size_t(a.x.size(0) * a.w.size(0)) * dtype_size(a.out.dtype));
+    const Tensor gu = Tensor::view_of(buf.get(), a.out.dtype, {a.x.size(0), a.w.size(0)}, kGpuKind, 0, buf);
+    const MatmulArgs mm{gu, a.x, a.w, {}, {}, 0, 0};
+    blas_fallback()->run(&mm, s);
+    const int64_t I = a.out.size(1);
+    const SiluMulArgs sm{a.out, gu.slice(1, 0, I), gu.slice(1, I, I)};
+    KernelRegistry::instance().find("gpu.silu_mul")->run(&sm, s);
+    return;
+  }
+  launch_any<true>(a.out, a.x, a.w, Tensor(), s);
+  check_launch("gemv_silu_mul");
 }
 
 // On NVIDIA only M = 1: from M = 2 cuBLAS streams W at ~4 TB/s too and this kernel loses (H200,
@@ -145,6 +227,7 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
 
 void register_gemv_kernels() {
   register_kernel<MatmulArgs>(Op::MATMUL, kKind, "gpu.gemv_small_m", 20, supports, gemv);
+  register_kernel<MatmulSiluMulArgs>(Op::MATMUL_SILU_MUL, kKind, "gpu.gemv_silu_mul", 20, supports, gemv_silu_mul);
 }
 
 }  // namespace portllm::gpu

@@ -1,4 +1,5 @@
 // Cases for the fused ops (the reference is the composition of the unfused references).
+// MATMUL_SILU_MUL: decode-sized M (the GEMV epilogue), odd M and I, a long K, an unaligned K.
 // QK_NORM_ROPE_KV_WRITE: q, k and v as head views of one fused qkv row, as the attention layers
 // pass them, for Qwen3 (q/k norm, NeoX over the whole head), Llama (no norm), a partial rotary
 // dim, interleaved pairs, a 256-wide head (a whole warp per row), a batch large enough that blocks
@@ -85,8 +86,31 @@ std::vector<OpCase> qk_norm_rope_kv_write_cases(DType act) {
   }
   return v;
 }
+std::vector<OpCase> matmul_silu_mul_cases(DType act) {
+  std::vector<OpCase> v;
+  struct S { int M, I, K; };
+  for (S s : {S{1, 64, 256}, S{1, 200, 1024}, S{3, 37, 64}, S{1, 96, 4096}, S{2, 48, 120}, S{1, 50, 36}}) {
+    CaseRng r(uint64_t(s.M * 101 + s.I + s.K));
+    OpCase c;
+    c.op = Op::MATMUL_SILU_MUL;
+    c.name = fmt::format("M={} I={} K={}", s.M, s.I, s.K);
+    c.tol = default_tolerance(act);
+    c.tensors = {CaseRng::filled(act, {s.M, s.I}, std::nan("")), r.tensor(act, {s.M, s.K}),
+                 r.tensor(act, {2 * s.I, s.K}, -0.2, 0.2)};
+    c.outputs = {0};
+    c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      MatmulSiluMulArgs a{t[0], t[1], t[2]};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
 }  // namespace
 
-void register_fused_cases() { register_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_cases); }
+void register_fused_cases() {
+  register_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_cases);
+  register_case_generator(Op::MATMUL_SILU_MUL, matmul_silu_mul_cases);
+}
 
 }  // namespace portllm::conformance

@@ -377,6 +377,26 @@ std::vector<OpCase> kv_write_perf(DType act) {
   return v;
 }
 
+// Qwen3-8B's gate_up at decode with SiLU-and-mul as the epilogue: the whole [24576, 4096] W once.
+std::vector<OpCase> matmul_silu_mul_perf(DType act) {
+  if (act == DType::F32) return {};
+  std::vector<OpCase> v;
+  CaseRng r(23);
+  OpCase c;
+  c.op = Op::MATMUL_SILU_MUL;
+  c.name = "M=1 I=12288 K=4096 w=[24576, 4096]";
+  c.tensors = {CaseRng::filled(act, {1, 12288}, 0), r.tensor(act, {1, 4096}), r.tensor(act, {24576, 4096})};
+  c.outputs = {0};
+  c.bytes = (24576.0 * 4096 + 4096 + 12288) * dtype_size(act);
+  c.flops = 2.0 * 24576 * 4096;
+  c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+    MatmulSiluMulArgs a{t[0], t[1], t[2]};
+    sink(a.desc(), &a);
+  };
+  v.push_back(std::move(c));
+  return v;
+}
+
 // The attention block's preparation fused (Qwen3-8B: q/k norm, NeoX over 128 dims, K/V into a
 // paged cache): what one launch replaces RMS_NORM x2 + ROPE + KV_WRITE with.
 std::vector<OpCase> qk_norm_rope_kv_write_perf(DType act) {
@@ -429,6 +449,7 @@ void register_perf_cases() {
   register_perf_case_generator(Op::ROPE, rope_perf);
   register_perf_case_generator(Op::KV_WRITE, kv_write_perf);
   register_perf_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_perf);
+  register_perf_case_generator(Op::MATMUL_SILU_MUL, matmul_silu_mul_perf);
 }
 
 }  // namespace portllm::conformance

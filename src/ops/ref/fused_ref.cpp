@@ -1,5 +1,8 @@
 // Reference of the fused ops: by definition the composition of the unfused references, so a fused
 // kernel is checked against exactly what the ops it replaces compute (rounding points included).
+#include <memory>
+#include <vector>
+
 #include "ops/op_args.h"
 #include "ops/ref/ref_kernels.h"
 #include "ops/registry.h"
@@ -20,12 +23,22 @@ void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream& s) {
   run_reference(Op::ROPE, RopeArgs{a.q, a.k, a.positions, a.cos_sin, a.rot_dim, a.interleaved}, s);
   run_reference(Op::KV_WRITE, KvWriteArgs{a.k, a.v, a.k_cache, a.v_cache, a.slot_mapping}, s);
 }
+void matmul_silu_mul(const MatmulSiluMulArgs& a, Stream& s) {
+  const int64_t M = a.x.size(0), I = a.out.size(1);
+  // The unfused path's [M, 2I] gate_up output, in the activation dtype.
+  auto buf = std::make_shared<std::vector<char>>(size_t(M * 2 * I) * dtype_size(a.out.dtype));
+  const Tensor gu = Tensor::view_of(buf->data(), a.out.dtype, {M, 2 * I}, DeviceKind::CPU, 0, buf);
+  run_reference(Op::MATMUL, MatmulArgs{gu, a.x, a.w, {}, {}, 0, 0}, s);
+  run_reference(Op::SILU_MUL, SiluMulArgs{a.out, gu.slice(1, 0, I), gu.slice(1, I, I)}, s);
+}
 }  // namespace
 
 void register_fused_ref() {
   auto any = [](const OpDesc&, const DeviceCaps&) { return true; };
   register_kernel<QkNormRopeKvWriteArgs>(Op::QK_NORM_ROPE_KV_WRITE, DeviceKind::CPU, "ref.qk_norm_rope_kv_write",
                                          KernelInfo::kReferencePriority, any, qk_norm_rope_kv_write);
+  register_kernel<MatmulSiluMulArgs>(Op::MATMUL_SILU_MUL, DeviceKind::CPU, "ref.matmul_silu_mul",
+                                     KernelInfo::kReferencePriority, any, matmul_silu_mul);
 }
 
 }  // namespace portllm::ref
