@@ -112,21 +112,21 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
         gu[r] = round_to<T>(v);
       }
       out[int64_t(m) * out_ld + n0] = cvt<TO>(gu[0] / (1.f + __expf(-gu[0])) * gu[1]);  // SILU_MUL's formula
-      continue;
-    }
+    } else {
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      const int64_t n = n0 + r;
-      if (n >= N) continue;
-      float v = acc[m][r];
-      for (int s2 = 1; s2 < split; ++s2) v += part[warp + s2][m][r];
-      float b = 0.f;
-      if (bias) {
-        if (bias_t == DType::F32) b = static_cast<const float*>(bias)[n];
-        else if (bias_t == DType::BF16) b = gpu_bf16_to_f32(static_cast<const gpu_bf16*>(bias)[n]);
-        else b = gpu_half_to_f32(static_cast<const gpu_half*>(bias)[n]);
+      for (int r = 0; r < kRows; ++r) {
+        const int64_t n = n0 + r;
+        if (n >= N) continue;
+        float v = acc[m][r];
+        for (int s2 = 1; s2 < split; ++s2) v += part[warp + s2][m][r];
+        float b = 0.f;
+        if (bias) {
+          if (bias_t == DType::F32) b = static_cast<const float*>(bias)[n];
+          else if (bias_t == DType::BF16) b = gpu_bf16_to_f32(static_cast<const gpu_bf16*>(bias)[n]);
+          else b = gpu_half_to_f32(static_cast<const gpu_half*>(bias)[n]);
+        }
+        out[int64_t(m) * out_ld + n] = cvt<TO>(v + b);
       }
-      out[int64_t(m) * out_ld + n] = cvt<TO>(v + b);
     }
   }
 }
