@@ -26,6 +26,9 @@ struct AttnParams {
   int splits;
   float* part_o;   // [B, Hq, splits, Dv]
   float* part_ml;  // [B, Hq, splits, 2]
+  // The decode kernel merges its splits itself (the last block of each group; the tensor-core
+  // kernel) instead of leaving them to attn_decode_combine.
+  bool merge_in_kernel;
 };
 
 // Element offset of position pos of sequence b in a [NB, page, H, D] cache with strides s0, s1, s2,
@@ -106,7 +109,8 @@ void attn_decode_portable(const AttentionArgs& a, Stream& s);
 // depends on the batch (`blocks` = blocks per split) and the max_seq_len bound only, never on a
 // context length, so one captured graph serves every step; each sequence's context is divided
 // among the splits on the device. With splits > 1 each split writes (max, sum, unnormalized
-// output) to the partials and attn_decode_combine merges them into out.
+// output) to the partials, and either the kernel's last block per group (merge_in_kernel) or
+// attn_decode_combine merges them into out.
 constexpr int kMaxSplits = 256;
 int decode_splits(const AttentionArgs& a, int blocks, int min_keys, const DeviceCaps& caps, int blocks_per_cu = 4);
 std::shared_ptr<void> decode_partials(AttnParams& p, int B, Stream& s);  // sets part_o / part_ml

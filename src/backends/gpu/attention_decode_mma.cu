@@ -9,12 +9,20 @@
 // of the ~70 of a CUDA-core kernel; with that gone, the kernel is a stream of cache reads.
 //
 // One block of 4 warps per (KV head, 16-row chunk of its query heads, sequence, split). Each warp
-// walks its own 16-key tiles of the split (w, w + 4, ...) with a private double buffer filled by
-// cp.async, so the next tile is in flight while the current one is multiplied and there is no
-// block barrier in the loop. S = Q K^T and O += P V run as in the tensor-core prefill kernel
-// (online softmax in base 2 on the accumulator fragments). At the end the 4 warps' (max, sum,
-// output) are merged through shared memory; with several splits the partials go to the shared
-// combine kernel (attention_decode.cu).
+// walks its own 16-key tiles of the split (w, w + 4, ...) through a private ring of kStages
+// buffers filled by cp.async (the next tile in flight while one is multiplied), with no block
+// barrier in the loop. A warp reads the block-table entries of its first 32 tiles with one load
+// per lane before its first copy and hands them out by shuffle, so no copy waits on a block-table
+// round trip (one per tile before).
+// S = Q K^T and O += P V run as in the tensor-core prefill kernel (online softmax in base 2 on the
+// accumulator fragments). At the end the 4 warps' (max, sum, output) are merged through shared
+// memory.
+//
+// Several splits are merged inside the same launch: every block writes its partial (max, sum,
+// unnormalized output), and the last block to finish for a (sequence, KV head, row tile), found
+// by an atomic counter, merges all splits' partials in split order. The second kernel this
+// replaces (the shared combine of attention_decode.cu) cost a launch and a drain: with the
+// block-table change, 14.7 -> 12.2 us at batch 1 / 4k keys and 46.1 -> 43.0 us at 32k (H200).
 #include <algorithm>
 #include <cmath>
 
@@ -34,18 +42,129 @@ constexpr int kRows = 16;  // query rows per block (the MMA's M): query heads of
 constexpr int kKeys = 16;  // keys per tile
 constexpr int kWarps = 4, kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
+// Tile buffers per warp. Three stages (two tiles in flight per warp, two blocks per SM instead of
+// three) measured no faster on the H200 at batch 1 with 4k or 32k keys (12.2 / 43.0 us either
+// way), and two keep three blocks per SM for large batches.
+constexpr int kStages = 2;
+
+// Arrival counters of the in-kernel split merge, one per (sequence, KV head, row tile) of a
+// launch. A __device__ array is zero when the module loads on each device and has a fixed address,
+// so graphs capture it and no launch needs a memset; the last block of a group wraps its counter
+// back to 0 (atomicInc), so every launch finds them at 0. Launches of this kernel therefore must
+// not overlap on one device: they all run on the device's main stream, and graphs replay one at a
+// time on it. Splits > 1 only happen for grids below 4 blocks per compute unit (decode_splits),
+// so the launcher falls back to the combine kernel only on devices with more than ~1000 of them.
+constexpr int kMaxCounters = 4096;
+__device__ unsigned int g_split_counters[kMaxCounters];
 
 template <int D> constexpr int kLd = D + 8;  // padded smem row: 16-byte aligned, no ldmatrix bank conflicts
 template <int D> constexpr size_t kTileElems = size_t(kKeys) * kLd<D>;
-// Q, then per warp two buffers of (K tile, V tile). The warps' final outputs (f32) reuse the K/V
-// region, which is larger.
-template <int D> constexpr size_t kSmemBytes = (size_t(kRows) * kLd<D> + size_t(kWarps) * 4 * kTileElems<D>) * 2;
+// Q, then per warp kStages buffers of (K tile, V tile). After the loop the whole region is reused:
+// the warps' final outputs (f32), then the split merge's weights and partial outputs.
+template <int D>
+constexpr size_t kSmemBytes = (size_t(kRows) * kLd<D> + size_t(kWarps) * kStages * 2 * kTileElems<D>) * 2;
+
+// The merging block's share of the work: out = sum_s w_s o_s / sum_s w_s l_s with
+// w_s = 2^(m_s - M), over every split s in split order (deterministic whichever block arrives
+// last). Partial outputs are staged in shared memory with cp.async (L2 only: other blocks wrote
+// them, and L1 is not coherent), as many splits at a time as fit, so all of a chunk's loads are in
+// flight together; the weights are computed while they land.
+template <class T, int D>
+__device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char* smem_raw, float* s_L, int b, int qrow,
+                                             int h0, int ng) {
+  constexpr int V4 = D / 4;  // float4 per output row
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int ns = p.splits;
+  const int64_t row0 = (int64_t(b) * p.Hq + h0) * ns;  // partial row of (head h0, split 0)
+  float* sw = reinterpret_cast<float*>(smem_raw);      // [ng][ns] weights
+  const int wfloats = (ng * ns + 3) & ~3;
+  float* so = sw + wfloats;  // [ng][chunk][D] partial outputs
+  const int cap = (int(kSmemBytes<D> / 4) - wfloats) / (ng * D);
+
+  auto stage = [&](int s0, int n) {
+    for (int g = 0; g < ng; ++g) {
+      const float* src = p.part_o + (row0 + int64_t(g) * ns + s0) * D;  // n * D contiguous floats
+      float* dst = so + size_t(g) * n * D;
+      for (int i = tid; i < n * V4; i += kThreads) cp_async16(dst + i * 4, src + i * 4, 16);
+    }
+    cp_async_commit();
+  };
+  stage(0, min(cap, ns));
+
+  for (int g = warp; g < ng; g += kWarps) {
+    const float2* ml = reinterpret_cast<const float2*>(p.part_ml) + row0 + int64_t(g) * ns;
+    float2 v[kMaxSplits / 32];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kMaxSplits / 32; ++k) {
+      const int s = k * 32 + lane;
+      v[k] = s < ns ? __ldcg(ml + s) : make_float2(-INFINITY, 0.f);
+      if (v[k].y > 0.f) mx = fmaxf(mx, v[k].x);
+    }
+    mx = warp_max(mx);
+    float lsum = 0.f;
+#pragma unroll
+    for (int k = 0; k < kMaxSplits / 32; ++k) {
+      const int s = k * 32 + lane;
+      const float w = v[k].y > 0.f ? exp2f(v[k].x - mx) : 0.f;  // empty splits weigh nothing
+      if (s < ns) sw[g * ns + s] = w;
+      lsum += v[k].y * w;
+    }
+    lsum = warp_sum(lsum);
+    if (lane == 0) s_L[g] = lsum;
+  }
+
+  // Each thread owns float4 columns (row g, dims 4c..4c+3): items tid, tid + 128, ...
+  constexpr int kItems = kRows * V4 / kThreads;
+  float4 acc[kItems];
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int s0 = 0; s0 < ns; s0 += cap) {
+    const int n = min(cap, ns - s0);
+    if (s0 > 0) stage(s0, n);
+    cp_async_wait<0>();
+    __syncthreads();  // the chunk and the weights are visible to every thread
+#pragma unroll
+    for (int k = 0; k < kItems; ++k) {
+      const int item = tid + k * kThreads;
+      if (item < ng * V4) {
+        const int g = item / V4, c = item % V4;
+        const float* w = sw + g * ns + s0;
+        const float4* o = reinterpret_cast<const float4*>(so + size_t(g) * n * D) + c;
+        for (int s = 0; s < n; ++s) {
+          const float4 x = o[s * V4];
+          acc[k].x += w[s] * x.x;
+          acc[k].y += w[s] * x.y;
+          acc[k].z += w[s] * x.z;
+          acc[k].w += w[s] * x.w;
+        }
+      }
+    }
+    __syncthreads();  // the next chunk overwrites so
+  }
+#pragma unroll
+  for (int k = 0; k < kItems; ++k) {
+    const int item = tid + k * kThreads;
+    if (item < ng * V4) {
+      const int g = item / V4, c = item % V4;
+      const float inv = s_L[g] > 0.f ? 1.f / s_L[g] : 0.f;
+      T* orow = static_cast<T*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h0 + g) * p.o_s1 + c * 4;
+      orow[0] = cvt<T>(acc[k].x * inv);
+      orow[1] = cvt<T>(acc[k].y * inv);
+      orow[2] = cvt<T>(acc[k].z * inv);
+      orow[3] = cvt<T>(acc[k].w * inv);
+    }
+  }
+}
 
 template <class T, int D>
 __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row
-  static_assert(size_t(kWarps) * kRows * D * 4 <= size_t(kWarps) * 4 * kTileElems<D> * 2, "outputs fit the K/V region");
+  static_assert(size_t(kWarps) * kRows * D * 4 <= kSmemBytes<D>, "warp outputs fit the shared memory");
+  static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kSmemBytes<D>,
+                "the split merge fits at least one split at a time");
+  static_assert(kKeys * VPR % 32 == 0, "a tile is a whole number of 16-byte copies per lane");
   const int row_tiles = (p.group + kRows - 1) / kRows;
   const int kh = blockIdx.x / row_tiles, rt = blockIdx.x % row_tiles;
   const int b = blockIdx.y, split = blockIdx.z;
@@ -54,35 +173,53 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int ctx = p.seq_lens[b], qrow = p.qsl[b];
   // Splits are a whole number of tiles, so every tile starts at a multiple of 16 keys: inside one
-  // page whenever the page size is a multiple of 16 (one block-table lookup per tile).
+  // page whenever the page size is a multiple of 16 (one block-table entry per tile).
   const int per_split = (ctx + p.splits - 1) / p.splits;
   const int chunk = (per_split + kKeys - 1) / kKeys * kKeys;
   const int start = min(ctx, split * chunk), end = min(ctx, start + chunk);
   const int n_tiles = (end - start + kKeys - 1) / kKeys;
+  // This warp's tiles are warp + kWarps * j, j = 0 .. my_tiles - 1.
+  const int my_tiles = n_tiles > warp ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sKV = sQ + kRows * LD;
-  __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows];
+  __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows], s_L[kRows];
+  __shared__ unsigned s_last;
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.k_cache);
   const T* vc = static_cast<const T*>(p.v_cache);
 
-  // Starts the copy of tile t into this warp's buffer buf; rows past the split are zero-filled
-  // (their scores are masked, and zero V rows keep P V finite).
+  // Lane i holds the block-table entry of local tile 32 * bt_batch + i (bt_cur) and of the next
+  // 32 tiles (bt_next, loaded one batch ahead): one round trip per 32 tiles, off the copy path.
   const bool one_page = p.page % kKeys == 0;
-  auto issue = [&](int t, int buf) {
-    T* sK = sKV + size_t(warp * 2 + buf) * 2 * kTileElems<D>;
+  auto bt_entry = [&](int j) {
+    if (!one_page || j >= my_tiles) return 0;  // no read past the sequence's table entries
+    return p.block_tables[int64_t(b) * p.bt_s0 + (start + (warp + j * kWarps) * kKeys) / p.page];
+  };
+  int bt_batch = 0, bt_cur = bt_entry(lane), bt_next = bt_entry(32 + lane);
+
+  // Starts the copy of local tile j into buffer buf; rows past the split are zero-filled (their
+  // scores are masked, and zero V rows keep P V finite). Called with j = 0, 1, 2, ... in order.
+  auto issue = [&](int j, int buf) {
+    T* sK = sKV + size_t(warp * kStages + buf) * 2 * kTileElems<D>;
     T* sV = sK + kTileElems<D>;
-    const int kt = start + t * kKeys;
+    const int kt = start + (warp + j * kWarps) * kKeys;
     int64_t kbase = 0, vbase = 0;
     if (one_page) {
-      kbase = kv_offset(p, b, kt, p.kc_s0, p.kc_s1, p.kc_s2, kh);
-      vbase = kv_offset(p, b, kt, p.vc_s0, p.vc_s1, p.vc_s2, kh);
+      if ((j >> 5) != bt_batch) {  // warp-uniform
+        bt_batch = j >> 5;
+        bt_cur = bt_next;
+        bt_next = bt_entry(32 * (bt_batch + 1) + lane);
+      }
+      const int blk = __shfl_sync(0xffffffffu, bt_cur, j & 31);
+      const int in_page = kt % p.page;
+      kbase = int64_t(blk) * p.kc_s0 + int64_t(in_page) * p.kc_s1 + int64_t(kh) * p.kc_s2;
+      vbase = int64_t(blk) * p.vc_s0 + int64_t(in_page) * p.vc_s1 + int64_t(kh) * p.vc_s2;
     }
 #pragma unroll
-    for (int i = lane; i < kKeys * VPR; i += 32) {
-      const int r = i / VPR, c = i % VPR;
+    for (int it = 0; it < kKeys * VPR / 32; ++it) {
+      const int i = it * 32 + lane, r = i / VPR, c = i % VPR;
       const bool ok = kt + r < end;
       int64_t ko = 0, vo = 0;
       if (ok) {
@@ -101,29 +238,34 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   const float sl2 = p.scale * kLog2e;
 
   // Q (rows past the group zero-filled: zero queries, never written out) and each warp's first
-  // tile are copied together, so the Q barrier overlaps the first K/V reads.
+  // kStages - 1 tiles are copied together, so the Q barrier overlaps the first K/V reads. One
+  // commit group per tile, possibly empty, so "all but the newest kStages - 1 groups" is always
+  // one tile.
   for (int i = tid; i < kRows * VPR; i += kThreads) {
     const int r = i / VPR, c = i % VPR;
     const int64_t off = r < ng ? int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8 : 0;
     cp_async16(sQ + r * LD + c * 8, q + off, r < ng ? 16 : 0);
   }
   cp_async_commit();
-  if (warp < n_tiles) issue(warp, 0);
-  cp_async_commit();
-  cp_async_wait<1>();  // this thread's Q copies (not the tile)
-  __syncthreads();     // everyone's Q copies
+#pragma unroll
+  for (int j = 0; j < kStages - 1; ++j) {
+    if (j < my_tiles) issue(j, j);
+    cp_async_commit();
+  }
+  cp_async_wait<kStages - 1>();  // this thread's Q copies (not the tiles)
+  __syncthreads();               // everyone's Q copies
 
   // The trip count depends on the warp only: every lane runs every iteration (the softmax
   // reductions are full-warp shuffles).
-  int buf = 0;
-  for (int t = warp; t < n_tiles; t += kWarps, buf ^= 1) {
-    if (t + kWarps < n_tiles) issue(t + kWarps, buf ^ 1);
-    cp_async_commit();  // possibly empty: keeps "all but the newest group" = tile t
-    cp_async_wait<1>();
-    __syncwarp();  // tile t, copied by all lanes, is visible to the whole warp
-    const T* sK = sKV + size_t(warp * 2 + buf) * 2 * kTileElems<D>;
+  for (int j = 0, buf = 0; j < my_tiles; ++j, buf = buf + 1 == kStages ? 0 : buf + 1) {
+    // The buffer freed by the last iteration takes tile j + kStages - 1.
+    if (j + kStages - 1 < my_tiles) issue(j + kStages - 1, buf == 0 ? kStages - 1 : buf - 1);
+    cp_async_commit();
+    cp_async_wait<kStages - 1>();  // tile j has landed
+    __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
+    const T* sK = sKV + size_t(warp * kStages + buf) * 2 * kTileElems<D>;
     const T* sV = sK + kTileElems<D>;
-    const int kt = start + t * kKeys;
+    const int kt = start + (warp + j * kWarps) * kKeys;
 
     float s[2][4];
 #pragma unroll
@@ -185,15 +327,17 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
       Mma<T>::run(o[2 * d2], a, vb[0], vb[1]);
       Mma<T>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
     }
-    __syncwarp();  // every lane is done with buf before the next iteration refills it
+    __syncwarp();  // every lane is done with buf before a later iteration refills it
   }
   l0 = quad_sum(l0);
   l1 = quad_sum(l1);
 
-  // Merge the warps: (max, sum) per row and the unnormalized outputs through shared memory.
+  // Merge the warps: (max, sum) per row and the unnormalized outputs through shared memory (the
+  // Q and K/V buffers are free once every warp has left its loop). Rows past the group are
+  // padding and skipped.
   cp_async_wait<0>();
-  __syncthreads();  // every warp is done with its K/V buffers, which now hold the outputs
-  float* s_o = reinterpret_cast<float*>(sKV);  // [kWarps][kRows][D]
+  __syncthreads();
+  float* s_o = reinterpret_cast<float*>(smem_raw);  // [kWarps][kRows][D]
   const int r0 = lane / 4;
   if (lane % 4 == 0) {
     s_m[warp][r0] = m0;
@@ -206,10 +350,14 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
     const int d = i * 8 + (lane % 4) * 2;
     float* row0 = s_o + (size_t(warp) * kRows + r0) * D;
     float* row1 = row0 + 8 * D;
-    row0[d] = o[i][0];
-    row0[d + 1] = o[i][1];
-    row1[d] = o[i][2];
-    row1[d + 1] = o[i][3];
+    if (r0 < ng) {
+      row0[d] = o[i][0];
+      row0[d + 1] = o[i][1];
+    }
+    if (r0 + 8 < ng) {
+      row1[d] = o[i][2];
+      row1[d + 1] = o[i][3];
+    }
   }
   __syncthreads();
   for (int idx = tid; idx < ng * D; idx += kThreads) {
@@ -238,6 +386,21 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
       }
     }
   }
+  if (p.splits == 1 || !p.merge_in_kernel) return;
+
+  // Split merge: the last block of this (sequence, KV head, row tile) to get here merges. The
+  // fence before the count makes this block's partial visible to whichever block merges; the
+  // fence after it orders the merging block's reads after every other block's count.
+  __threadfence();
+  __syncthreads();  // every thread's partial is written and fenced; s_o is free again
+  if (tid == 0) {
+    const unsigned last = unsigned(p.splits - 1);
+    s_last = atomicInc(&g_split_counters[blockIdx.y * gridDim.x + blockIdx.x], last) == last;  // wraps to 0
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  merge_splits<T, D>(p, smem_raw, s_L, b, qrow, h0, ng);
 #endif
 }
 
@@ -258,11 +421,15 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const bool ok = attention_views_vec16(p);
   if (!ok) return attn_decode_portable(a, s);
   // At least 128 keys per split (two tiles per warp: one in flight while the other is computed).
-  // Small batches get about two blocks per compute unit (three fit): one wave, and fewer partials
-  // to combine; large ones four (several waves, so the last one's tail matters less).
+  // Small batches get about two blocks per compute unit (three fit): one wave, and fewer
+  // partials to merge; large ones four (several waves, so the last one's tail matters less).
+  // Measured at batch 1 with Qwen3-8B heads on the H200 (two per compute unit: 12.2 us at 4k
+  // keys, 43.0 at 32k): three per compute unit is 50 splits, 400 blocks for 396 slots, and the
+  // second wave's 4 blocks made it 14.4 / 57.9 us; one per compute unit (17 splits) 13.0 / 53.3.
   const int blocks = B * p.Hkv * ((p.group + kRows - 1) / kRows);
   const DeviceCaps& caps = caps_of(s);
   p.splits = decode_splits(a, blocks, 2 * kWarps * kKeys, caps, blocks < caps.num_compute_units ? 2 : 4);
+  p.merge_in_kernel = p.splits > 1 && blocks <= kMaxCounters;
   const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
   auto go = [&](auto tag) {
@@ -275,7 +442,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   };
   if (a.q.dtype == DType::BF16) go(Tag<gpu_bf16>{});
   else go(Tag<gpu_half>{});
-  attn_decode_combine(p, B, a.q.dtype, st);
+  if (!p.merge_in_kernel) attn_decode_combine(p, B, a.q.dtype, st);  // no-op for one split
   check_launch("attn_decode_mma");
 }
 
