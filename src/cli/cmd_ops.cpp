@@ -1,9 +1,11 @@
 // portllm ops test | perf | support: the conformance suite, kernel timings and the per-op
 // support table of a backend.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -134,10 +136,17 @@ int run_perf(const Options& o) {
         if (!all.empty()) cases.push_back(std::move(all.back()));
       }
       for (auto& c : cases) {
+        const std::string case_name = c.name + " act=" + dtype_name(dt);
+        auto wanted = [&](const KernelInfo* k) {
+          return o.pattern.empty() || std::regex_search(k->name + " " + case_name, std::regex(o.pattern));
+        };
+        const auto kernels = KernelRegistry::instance().kernels(op, dev->kind());
+        if (std::none_of(kernels.begin(), kernels.end(), wanted)) continue;
         std::vector<Tensor> dev_t;
         for (auto& t : c.tensors) dev_t.push_back(t.defined() ? dev->upload(t) : t);
         c.tensors.clear();  // perf cases are large: keep one copy, on the device
-        for (const KernelInfo* k : KernelRegistry::instance().kernels(op, dev->kind())) {
+        for (const KernelInfo* k : kernels) {
+          if (!wanted(k)) continue;
           bool ok = true;
           c.invoke(dev_t, [&](const OpDesc& d, const void*) { ok = !k->supports || k->supports(d, dev->caps()); });
           if (!ok) continue;
@@ -147,8 +156,7 @@ int run_perf(const Options& o) {
           auto rate = [&](double amount, double unit) {
             return amount > 0 ? fmt::format("{:8.1f}", amount / sec / unit) : fmt::format("{:>8}", "-");
           };
-          std::printf("%-16s %-30s %-76s %10.1f %s %s\n", op_name(op), k->name.c_str(),
-                      (c.name + " act=" + dtype_name(dt)).c_str(), sec * 1e6, rate(c.bytes, 1e9).c_str(),
+          std::printf("%-16s %-30s %-76s %10.1f %s %s\n", op_name(op), k->name.c_str(), case_name.c_str(), sec * 1e6, rate(c.bytes, 1e9).c_str(),
                       rate(c.flops, 1e12).c_str());
           std::fflush(stdout);
         }
@@ -231,6 +239,7 @@ void add_ops_command(CLI::App& app) {
   });
   auto* perf = ops->add_subcommand("perf", "time each kernel on model-sized perf cases (else its largest conformance case)");
   common(perf);
+  perf->add_option("-p,--pattern", o->pattern, "regex on '<kernel> <case>'");
   perf->callback([o] { run_perf(*o); });
   auto* support = ops->add_subcommand("support", "which kernel serves each op and dtype on a backend");
   common(support);
