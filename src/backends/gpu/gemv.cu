@@ -131,10 +131,15 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
   }
 }
 
-// K slices per row group: split doubles while the grid stays one wave of 4 blocks per compute unit
-// (the M = 1 kernel takes ~48 registers: 5 blocks of 256 threads fit an SM) and slices keep at
-// least 1024 values of K. Qwen3-8B's down_proj (4096 x 12288) gets 2, its o_proj 2, qkv and
-// gate_up 1. PORTLLM_GEMV_SPLIT (1, 2, 4 or 8; read once) overrides it, for measuring.
+// K slices per row group, 1 or 2. Measured on the H200 (`ops perf -o MATMUL`, M = 1, bf16, us at
+// split 1 / 2 / 4 / 8; ~48 registers, so 5 blocks of 256 threads per SM, one wave = 660 blocks):
+//   gate_up 24576 x 4096   50.2 / 48.2 / 47.9 / 48.2   (1536 / 3072 / ... blocks)
+//   down     4096 x 12288  31.7 / 25.8 / 27.2 / 27.3   (256 / 512 / 1024 / 2048)
+//   o_proj   4096 x 4096    8.5 /  6.9 /  8.2 /  8.4   (256 / 512 / 1024 / 2048)
+//   qkv      6144 x 4096   12.4 / 15.7 / 13.9 / 14.4   (384 / 768 / 1536 / 3072)
+// Two slices pay on long rows (K >= 4096: twice the warps streaming W) unless the doubled grid
+// spills just past one wave (qkv: 768 blocks = 1.16 waves); more slices only add partial sums.
+// PORTLLM_GEMV_SPLIT (1, 2, 4 or 8; read once) overrides the choice, for measuring.
 int choose_split(int64_t N, int64_t K, int compute_units) {
   static const int forced = [] {
     const char* e = std::getenv("PORTLLM_GEMV_SPLIT");
@@ -142,10 +147,10 @@ int choose_split(int64_t N, int64_t K, int compute_units) {
     return v == 1 || v == 2 || v == 4 || v == 8 ? std::min(v, kWarps) : 0;
   }();
   if (forced) return forced;
-  auto blocks = [&](int sp) { return (N + int64_t(kRows) * (kWarps / sp) - 1) / (int64_t(kRows) * (kWarps / sp)); };
-  int split = 1;
-  while (2 * split <= kWarps && blocks(2 * split) <= 4 * int64_t(compute_units) && K / (2 * split) >= 1024) split *= 2;
-  return split;
+  if (kWarps < 2 || K < 4096) return 1;
+  const int64_t rows_per_block = int64_t(kRows) * (kWarps / 2);
+  const int64_t blocks = (N + rows_per_block - 1) / rows_per_block, wave = 5 * int64_t(compute_units);
+  return blocks <= wave || blocks >= 4 * wave ? 2 : 1;
 }
 
 // out [M, N] (gated: N = I outputs from the 2I rows of w).
