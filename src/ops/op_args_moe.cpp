@@ -35,6 +35,22 @@ OpDesc MoeGemmArgs::desc() const {
   d.dim[1] = w.size(1);
   d.dim[2] = w.size(2);
   d.dim[3] = block_k;
+  d.flags = topk_ids.defined() ? 1u : 0u;
+  return d;
+}
+
+OpDesc MoeDownCombineArgs::desc() const {
+  OpDesc d;
+  d.op = Op::MOE_DOWN_COMBINE;
+  d.dtype[0] = gate_up.dtype;
+  d.dtype[1] = w.dtype;
+  d.dtype[2] = out.dtype;
+  d.dim[0] = topk_ids.size(0);
+  d.dim[1] = w.size(1);
+  d.dim[2] = w.size(2);
+  d.dim[3] = block_k;
+  const int64_t k = topk_ids.size(1);
+  d.flags = (shared.defined() ? 1u : 0u) | (uint32_t(k < 255 ? k : 255) << 8);
   return d;
 }
 

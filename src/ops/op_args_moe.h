@@ -7,6 +7,9 @@
 //   SILU_MUL                                            -> [R, I]
 //   MOE_GEMM(.., W_down[E, H, I])                       -> y [R, H]
 //   MOE_COMBINE(y, dst_row, topk_weights, shared)       -> out [T, H]
+// Small batches may run the experts in two launches instead (ops::moe_experts picks, ops_moe.h):
+//   MOE_GEMM(x, W_gate_up, topk_ids) [gather mode]      -> [T*k, 2I], row t*k+j, no permutation
+//   MOE_DOWN_COMBINE(gate_up, W_down, ids, weights, shared) -> out [T, H]
 // All index tensors are i32; router scores and weights are f32.
 #pragma once
 #include <cstdint>
@@ -65,14 +68,43 @@ struct MoePermuteArgs {
 // Grouped GEMM: out[r] = x[r] @ W[e]^T for rows r of expert e (rows >= expert_offsets[E] are
 // not written). W is f32/f16/bf16, or f8_e4m3 with w_scale[e, n / block_n, k / block_k] as the
 // dequantization multiplier (a per-tensor scale is block_n = N, block_k = K).
-// dtype[0] = x/out, dtype[1] = W; dim[0] = E, dim[1] = N, dim[2] = K, dim[3] = block_k.
+// Gather mode (topk_ids defined): the rows are the T*k (token, slot) assignments a = t*k + j in
+// that order, and out[a] = x[t] @ W[topk_ids[t, j]]^T with x [T, K], out [T*k, N];
+// expert_offsets is not read (kernels group the assignments by expert themselves). This is the
+// permutation-free first GEMM of small batches (ops::moe_experts); a kernel that does not
+// implement it must decline flag bit0.
+// dtype[0] = x/out, dtype[1] = W; dim[0] = E, dim[1] = N, dim[2] = K, dim[3] = block_k;
+// flags bit0 = gather mode.
 struct MoeGemmArgs {
-  Tensor out;             // [R, N]
-  Tensor x;               // [R, K]
+  Tensor out;             // [R, N] ([T*k, N] in gather mode)
+  Tensor x;               // [R, K] ([T, K] in gather mode)
   Tensor w;               // [E, N, K] contiguous
   Tensor w_scale;         // fp8: [E, ceil(N/block_n), ceil(K/block_k)] f32 contiguous
-  Tensor expert_offsets;  // [E + 1] i32
+  Tensor expert_offsets;  // [E + 1] i32 (unused in gather mode)
   int block_n = 0, block_k = 0;
+  Tensor topk_ids;        // [T, k] i32: gather mode when defined
+  OpDesc desc() const;
+};
+
+// The second half of a token's experts, fused: the down projection of each assignment's SwiGLU
+// activation, weighted and summed over the token's experts (what SILU_MUL, MOE_GEMM and
+// MOE_COMBINE compute one launch each):
+//   h_a = act(silu(gate_up[a, :I]) * gate_up[a, I:]) for a = t*k + j, rounded to the activation
+//   dtype exactly as SILU_MUL's output is;
+//   out[t] = shared[t] (if defined) + sum_j topk_weights[t, j] * (W[topk_ids[t, j]] @ h_a),
+// the sum kept in f32 (no rounding of the per-expert products). out may be the same tensor as
+// shared. W as MOE_GEMM's (float, or fp8 with block scales).
+// dtype[0] = gate_up/out, dtype[1] = W; dim[0] = T, dim[1] = H (N), dim[2] = I (K),
+// dim[3] = block_k; flags bit0 = has shared, bits 8..15 = top_k (255 when larger).
+struct MoeDownCombineArgs {
+  Tensor out;           // [T, H]
+  Tensor gate_up;       // [T*k, 2I]: row t*k+j is [gate | up] of assignment (t, j)
+  Tensor w;             // [E, H, I] contiguous
+  Tensor w_scale;       // fp8: [E, ceil(H/block_n), ceil(I/block_k)] f32 contiguous
+  int block_n = 0, block_k = 0;
+  Tensor topk_ids;      // [T, k] i32
+  Tensor topk_weights;  // [T, k] f32
+  Tensor shared;        // [T, H] optional
   OpDesc desc() const;
 };
 

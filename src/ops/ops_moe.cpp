@@ -13,6 +13,52 @@ void moe_route(OpContext& ctx, const MoeRouteArgs& a) { run(ctx, a.desc(moe_rout
 void moe_permute(OpContext& ctx, const MoePermuteArgs& a) { run(ctx, a.desc(), a); }
 void moe_gemm(OpContext& ctx, const MoeGemmArgs& a) { run(ctx, a.desc(), a); }
 void moe_combine(OpContext& ctx, const MoeCombineArgs& a) { run(ctx, a.desc(), a); }
+void moe_down_combine(OpContext& ctx, const MoeDownCombineArgs& a) { run(ctx, a.desc(), a); }
 void mla_attention(OpContext& ctx, const MlaAttentionArgs& a) { run(ctx, a.desc(), a); }
+
+namespace {
+// A fused kernel is worth taking only when the backend has a real one: the reference kernels
+// would serve any descriptor, at scalar speed.
+bool has_fast_kernel(OpContext& ctx, const OpDesc& d) {
+  const KernelInfo* k = ctx.dispatcher->try_select(d);
+  return k && !k->is_reference();
+}
+}  // namespace
+
+void moe_experts(OpContext& ctx, const MoeExpertsArgs& a) {
+  const int64_t T = a.x.size(0), H = a.x.size(1), k = a.topk_ids.size(1), E = a.gate_up.w.size(0);
+  const int64_t I = a.down.w.size(2), R = T * k;
+  // [gate | up] of every (token, slot) assignment: rows t*k+j in the fused path, rows grouped by
+  // expert in the op sequence (R = T*k in both: the permutation is dense, align 1).
+  Tensor gu = ctx.act({R, 2 * I});
+
+  MoeGemmArgs g1{gu, a.x, a.gate_up.w, a.gate_up.scale, Tensor(), a.gate_up.block_n, a.gate_up.block_k, a.topk_ids};
+  MoeDownCombineArgs dc{a.out,          gu,          a.down.w, a.down.scale, a.down.block_n, a.down.block_k,
+                        a.topk_ids,     a.topk_weights, a.shared};
+  if (has_fast_kernel(ctx, g1.desc()) && has_fast_kernel(ctx, dc.desc())) {
+    moe_gemm(ctx, g1);
+    moe_down_combine(ctx, dc);
+    return;
+  }
+
+  MoePermuteArgs pa;
+  pa.x_sorted = ctx.act({R, H});
+  pa.sorted_token = ctx.empty(DType::I32, {R});
+  pa.dst_row = ctx.empty(DType::I32, {T, k});
+  pa.expert_offsets = ctx.empty(DType::I32, {E + 1});
+  pa.x = a.x;
+  pa.topk_ids = a.topk_ids;
+  pa.num_experts = int(E);
+  moe_permute(ctx, pa);
+
+  moe_gemm(ctx, MoeGemmArgs{gu, pa.x_sorted, a.gate_up.w, a.gate_up.scale, pa.expert_offsets, a.gate_up.block_n,
+                            a.gate_up.block_k, Tensor()});
+  Tensor act = ctx.act({R, I});
+  silu_mul(ctx, act, gu.slice(1, 0, I), gu.slice(1, I, I));
+  Tensor y = ctx.act({R, H});
+  moe_gemm(ctx, MoeGemmArgs{y, act, a.down.w, a.down.scale, pa.expert_offsets, a.down.block_n, a.down.block_k,
+                            Tensor()});
+  moe_combine(ctx, MoeCombineArgs{a.out, y, pa.dst_row, a.topk_weights, a.shared});
+}
 
 }  // namespace portllm::ops

@@ -122,7 +122,8 @@ void register_moe_kernels() {
   auto route_ok = [](const OpDesc& d, const DeviceCaps&) { return d.dtype[0] == DType::F32 && d.dtype[1] == DType::F32; };
   auto gemm_ok = [](const OpDesc& d, const DeviceCaps& c) {
     const DType w = d.dtype[1];
-    return c.avx2 && d.dtype[0] == DType::F32 && d.dtype[2] == DType::F32 &&
+    // flags bit0 (gather mode) is not implemented here: the op layer then runs the op sequence.
+    return c.avx2 && d.flags == 0 && d.dtype[0] == DType::F32 && d.dtype[2] == DType::F32 &&
            (w == DType::F32 || w == DType::BF16 || w == DType::F16 || w == DType::F8E4M3);
   };
   auto combine_ok = [](const OpDesc& d, const DeviceCaps&) {

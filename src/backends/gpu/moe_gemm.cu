@@ -189,7 +189,7 @@ void moe_gemm(const MoeGemmArgs& a, Stream& s) {
 
 bool moe_gemm_supports(const OpDesc& d, const DeviceCaps&) {
   const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
-  return is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) && d.dim[1] < (int64_t(1) << 31) &&
+  return d.flags == 0 /* no gather mode (moe_gemv.cu has it) */ && is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) && d.dim[1] < (int64_t(1) << 31) &&
          d.dim[2] < (int64_t(1) << 31);
 }
 }  // namespace

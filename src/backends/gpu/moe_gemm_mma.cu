@@ -500,6 +500,7 @@ constexpr size_t kMaxSmem = std::max({Smem<Small, uint16_t>::kBytes, Smem<Small,
 
 bool supports(const OpDesc& d, const DeviceCaps& c) {
   const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
+  if (d.flags != 0) return false;  // no gather mode (moe_gemv.cu has it)
   if (c.vendor != "nvidia" || c.arch < 80 || (x != DType::BF16 && x != DType::F16) || o != x) return false;
   if (x == DType::BF16 && !c.bf16_matmul) return false;
   if (w != x && w != DType::F8E4M3) return false;

@@ -156,7 +156,7 @@ void moe_gemm_wmma(const MoeGemmArgs& a, Stream& s) {
 
 bool wmma_supports(const OpDesc& d, const DeviceCaps& c) {
   const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
-  return c.bf16_matmul && c.arch >= 80 && (x == DType::BF16 || x == DType::F16) && o == x &&
+  return d.flags == 0 /* no gather mode */ && c.bf16_matmul && c.arch >= 80 && (x == DType::BF16 || x == DType::F16) && o == x &&
          (w == x || w == DType::F8E4M3) && d.dim[1] < (int64_t(1) << 31) && d.dim[2] < (int64_t(1) << 31);
 }
 }  // namespace

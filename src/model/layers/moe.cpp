@@ -118,7 +118,7 @@ SparseMoe SparseMoe::load(WeightLoader& w, const std::string& p, const MoeSpec& 
 }
 
 Tensor SparseMoe::forward(OpContext& ctx, const Tensor& x) const {
-  const int64_t T = x.size(0), H = spec.hidden, I = spec.intermediate, E = spec.num_experts, k = spec.top_k;
+  const int64_t T = x.size(0), H = spec.hidden, E = spec.num_experts, k = spec.top_k;
   Tensor logits = ctx.empty(DType::F32, {T, E});
   ops::matmul(ctx, logits, x, router);
 
@@ -136,31 +136,12 @@ Tensor SparseMoe::forward(OpContext& ctx, const Tensor& x) const {
   r.topk_group = spec.topk_group;
   ops::moe_route(ctx, r);
 
-  const int64_t R = T * k;
-  MoePermuteArgs pa;
-  pa.x_sorted = ctx.act({R, H});
-  pa.sorted_token = ctx.empty(DType::I32, {R});
-  pa.dst_row = ctx.empty(DType::I32, {T, k});
-  pa.expert_offsets = ctx.empty(DType::I32, {E + 1});
-  pa.x = x;
-  pa.topk_ids = r.topk_ids;
-  pa.num_experts = int(E);
-  ops::moe_permute(ctx, pa);
-
-  auto gemm = [&](const Tensor& out, const Tensor& in, const ExpertWeights& ew) {
-    MoeGemmArgs g{out, in, ew.w, ew.scale, pa.expert_offsets, ew.block_n, ew.block_k};
-    ops::moe_gemm(ctx, g);
-  };
-  Tensor gu = ctx.act({R, 2 * I});
-  gemm(gu, pa.x_sorted, gate_up);
-  Tensor act = ctx.act({R, I});
-  ops::silu_mul(ctx, act, gu.slice(1, 0, I), gu.slice(1, I, I));
-  Tensor y = ctx.act({R, H});
-  gemm(y, act, down);
-
+  // Experts: the op layer runs them as two launches at small batches where the device has the
+  // fused kernels (gather-mode gate_up GEMM, then down + SiLU + weighted combine), else as
+  // permute / grouped GEMM / SiLU / grouped GEMM / combine.
   Tensor out = shared ? shared->forward(ctx, x) : ctx.act({T, H});
-  MoeCombineArgs c{out, y, pa.dst_row, r.topk_weights, shared ? out : Tensor()};
-  ops::moe_combine(ctx, c);
+  ops::moe_experts(ctx, ops::MoeExpertsArgs{out, x, r.topk_ids, r.topk_weights, gate_up, down,
+                                            shared ? out : Tensor()});
   return out;
 }
 

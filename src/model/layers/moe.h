@@ -10,7 +10,7 @@
 
 #include "model/layers/mlp.h"
 #include "model/linear.h"
-#include "ops/op_args_moe.h"
+#include "ops/ops_moe.h"
 
 namespace portllm {
 
@@ -26,10 +26,7 @@ struct MoeSpec {
 };
 
 // Stacked expert weights of one projection: w [E, N, K], fp8 scales [E, N/bn, K/bk].
-struct ExpertWeights {
-  Tensor w, scale;
-  int block_n = 0, block_k = 0;
-};
+using ExpertWeights = ops::MoeExpertWeights;
 
 struct SparseMoe {
   MoeSpec spec;

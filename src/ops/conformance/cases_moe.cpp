@@ -2,8 +2,9 @@
 // grouped softmax / biased sigmoid with 1..8 groups), permutation with dense and aligned
 // segments, grouped GEMMs with empty experts, odd sizes and fp8 block / per-tensor scales
 // (prefill-sized, decode-sized: 1..64 rows, the GPU's grouped GEMV, and uneven experts under each
-// tile height of the GPU's tensor-core kernel), and the weighted
-// combine with and without shared-expert input. Sizes stay small enough that the
+// tile height of the GPU's tensor-core kernel) and in gather mode (rows = top-k assignments), the
+// weighted combine with and without shared-expert input, and the fused down projection +
+// combine (MOE_DOWN_COMBINE; plus its perf cases). Sizes stay small enough that the
 // scalar reference runs the whole sweep in seconds.
 #include <algorithm>
 #include <cmath>
@@ -195,6 +196,8 @@ std::vector<GemmShape> mma_shapes() {
   return v;
 }
 
+std::vector<OpCase> gather_gemm_cases(DType act);  // below
+
 std::vector<OpCase> gemm_cases(DType act) {
   std::vector<OpCase> v;
   std::vector<GemmShape> shapes = {{8, 20, 48, 64, DType::F32, 0},   {8, 20, 48, 64, DType::BF16, 0},
@@ -242,10 +245,203 @@ std::vector<OpCase> gemm_cases(DType act) {
     c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
     if (fp8) c.tol = 2e-2;  // as MATMUL_FP8_BLOCK: kernels may quantize activations
     c.invoke = [bn, bk](const std::vector<Tensor>& t, const ArgsSink& sink) {
-      MoeGemmArgs a{t[0], t[1], t[2], t[3], t[4], bn, bk};
+      MoeGemmArgs a{t[0], t[1], t[2], t[3], t[4], bn, bk, Tensor()};
       sink(a.desc(), &a);
     };
     v.push_back(std::move(c));
+  }
+  for (auto& c : gather_gemm_cases(act)) v.push_back(std::move(c));
+  return v;
+}
+
+// Gather mode (MoeGemmArgs::topk_ids): rows are the T*k assignments of random distinct top-k
+// experts per token, x holds the T token rows. Covers the GPU GEMV's gather lookup: tile heights
+// 1/2/4/8 (n = 1, 2, 3-4, >= 5), experts with more than 8 rows (several tiles), scans over more
+// than 256 experts, ids staged in shared memory and, past 8192 - E assignments, read from global
+// memory; the vector and element-wise weight paths, x in K chunks, f32 / fp8 weights.
+struct GatherShape {
+  int T, E, k, N, K;
+  DType wt;
+  int block;
+};
+
+std::vector<OpCase> gather_gemm_cases(DType act) {
+  std::vector<OpCase> v;
+  const GatherShape shapes[] = {
+      {1, 128, 8, 96, 128, BF, 0},     // Qwen3-MoE at batch 1 in miniature
+      {1, 8, 1, 64, 256, BF, 0},       // one row
+      {1, 16, 2, 42, 24, HF, 0},       // two rows, a slice with missing W rows
+      {4, 16, 3, 13, 7, BF, 0},        // K % 8 != 0: element-wise
+      {8, 128, 8, 64, 128, BF, 0},     // 64 assignments: 8-row tiles
+      {20, 4, 2, 48, 64, HF, 0},       // ~10 rows per expert: two tiles each
+      {5, 6, 2, 40, 2600, BF, 0},      // x staged in K chunks
+      {3, 384, 8, 32, 64, BF, 0},      // the tile scan over two rounds of 256 experts
+      {525, 4096, 8, 8, 16, BF, 0},    // 4200 assignments + 4096 experts > 8192: ids from global memory
+      {3, 32, 4, 33, 36, FP, 0},       // f32 weights
+      {2, 32, 4, 256, 384, F8, 128},   // fp8 128x128 blocks
+      {3, 8, 2, 136, 200, F8, 128},    // fp8, K % 16 != 0: element-wise
+      {2, 16, 2, 64, 96, F8, 0},       // fp8 per-tensor scale
+      {4, 8, 2, 100, 160, F8, 48},     // fp8 48x48 blocks
+  };
+  for (const GatherShape& s : shapes) {
+    if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
+    CaseRng r(uint64_t(s.T * 131 + s.E * 17 + s.k * 7 + s.N + s.K + int(s.wt)));
+    const double wscale = 1.0 / std::sqrt(double(s.K));
+    const bool fp8 = s.wt == F8;
+    const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
+    OpCase c;
+    c.op = Op::MOE_GEMM;
+    c.name = fmt::format("gather T={} E={} k={} N={} K={} w={}{}", s.T, s.E, s.k, s.N, s.K, dtype_name(s.wt),
+                         fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "");
+    c.tensors = {CaseRng::filled(act, {s.T * s.k, s.N}, kNaN), r.tensor(act, {s.T, s.K}),
+                 fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -448, 448) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
+                 fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / 448,
+                                1.5 * wscale / 448)
+                     : Tensor(),
+                 r.ints(random_topk(r, s.T, s.E, s.k), {s.T, s.k})};
+    c.outputs = {0};
+    c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
+    if (fp8) c.tol = 2e-2;
+    c.invoke = [bn, bk](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      MoeGemmArgs a{t[0], t[1], t[2], t[3], Tensor(), bn, bk, t[4]};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
+
+// MOE_DOWN_COMBINE: T tokens with k random distinct experts each, gate|up rows per assignment.
+// wmax: range of fp8 weights (small: many zero / subnormal bytes). alias: out is the shared
+// tensor itself (the model passes it so). strided: gate_up is a view with an odd row stride (no
+// 16-byte loads of it, while W keeps them).
+struct DownShape {
+  int T, E, k, H, I;
+  DType wt;
+  int block;
+  bool shared;
+  bool alias = false;
+  bool strided = false;
+  double wmax = 448;
+};
+
+OpCase down_combine_case(DType act, const DownShape& s) {
+  CaseRng r(uint64_t(s.T * 977 + s.E * 31 + s.k * 13 + s.H * 3 + s.I + int(s.wt) + s.shared + 2 * s.alias));
+  const double wscale = 1.0 / std::sqrt(double(s.I));
+  const bool fp8 = s.wt == F8;
+  const int bn = fp8 ? (s.block ? s.block : s.H) : 0, bk = fp8 ? (s.block ? s.block : s.I) : 0;
+  OpCase c;
+  c.op = Op::MOE_DOWN_COMBINE;
+  c.name = fmt::format("T={} E={} k={} H={} I={} w={}{}{}{}{}{}", s.T, s.E, s.k, s.H, s.I, dtype_name(s.wt),
+                       fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "",
+                       fp8 && s.wmax != 448 ? fmt::format(" wmax={}", s.wmax) : std::string(),
+                       s.shared ? " shared" : "", s.alias ? " (out = shared)" : "", s.strided ? " strided" : "");
+  const int64_t gu_cols = 2 * int64_t(s.I) + (s.strided ? 1 : 0);
+  Tensor shared = s.shared ? r.tensor(act, {s.T, s.H}) : Tensor();
+  c.tensors = {s.alias ? shared : CaseRng::filled(act, {s.T, s.H}, kNaN),
+               r.tensor(act, {int64_t(s.T) * s.k, gu_cols}, -3, 3),
+               fp8 ? r.tensor(F8, {s.E, s.H, s.I}, -s.wmax, s.wmax) : r.tensor(s.wt, {s.E, s.H, s.I}, -wscale, wscale),
+               fp8 ? r.tensor(DType::F32, {s.E, (s.H + bn - 1) / bn, (s.I + bk - 1) / bk}, 0.5 * wscale / s.wmax,
+                              1.5 * wscale / s.wmax)
+                   : Tensor(),
+               r.ints(random_topk(r, s.T, s.E, s.k), {s.T, s.k}),
+               r.tensor(DType::F32, {s.T, s.k}, 0, 1),
+               s.alias ? Tensor() : shared};
+  c.outputs = {0};
+  c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
+  if (fp8) c.tol = 2e-2;
+  const bool alias = s.alias;
+  const int I = s.I;
+  c.invoke = [bn, bk, alias, I](const std::vector<Tensor>& t, const ArgsSink& sink) {
+    MoeDownCombineArgs a{t[0], t[1].slice(1, 0, 2 * int64_t(I)), t[2], t[3], bn, bk, t[4], t[5],
+                         alias ? t[0] : t[6]};
+    sink(a.desc(), &a);
+  };
+  return c;
+}
+
+// The GPU kernel's branches: the vector and element-wise weight paths (I % V), 16-byte and scalar
+// staging of gate|up (I % 8, the strided view), K chunks (k * I > 8192: 2 x 560, 2 x 704),
+// output slices cut short (H % 8 != 0), every top-k from 1 to 8, fp8 blocks of 128 (partial along
+// H and I) and 48 and per-tensor scales, zero / subnormal fp8 bytes, f32 activations with bf16
+// weights, shared-expert input separate and aliased with out. The GPU kernel takes T <= 4 and
+// float weights (fp8 only under PORTLLM_MOE_FUSED=fp8): the other cases are NOT_SUPPORTED there
+// (the op sequence serves them) unless that is set.
+std::vector<OpCase> down_combine_cases(DType act) {
+  std::vector<OpCase> v;
+  const DownShape shapes[] = {
+      {1, 128, 8, 96, 128, BF, 0, false},          // Qwen3-MoE at batch 1 in miniature
+      {1, 64, 6, 72, 176, BF, 0, true},            // DeepSeek-V2-style shared expert
+      {1, 64, 6, 72, 176, BF, 0, true, true},      // ... aliased with out
+      {4, 128, 8, 44, 96, BF, 0, false},           // 4 tokens, the last slice half empty
+      {8, 128, 8, 44, 96, BF, 0, false},           // 8 tokens (past the GPU kernel's default limit)
+      {3, 16, 2, 13, 7, BF, 0, true},              // I % 8 != 0: element-wise loads and staging
+      {2, 8, 4, 24, 100, HF, 0, false},            // I % 8 == 4 (f16)
+      {2, 16, 8, 32, 1100, BF, 0, false},          // 8 x 1100 > 8192: two K chunks of 560
+      {1, 8, 6, 40, 1408, BF, 0, true},            // V2-Lite's I: two chunks of 704
+      {4, 8, 1, 16, 64, BF, 0, false},             // top-1
+      {3, 8, 3, 40, 64, BF, 0, false, false, true},  // strided gate_up: scalar staging, vector W
+      {2, 12, 3, 24, 12, BF, 0, false},            // f32 act: bf16 W element-wise, f32 staging vectors
+      {3, 12, 3, 20, 36, FP, 0, true},             // f32 weights
+      {1, 16, 8, 256, 384, F8, 128, true},         // DeepSeek-style fp8 128x128 blocks + shared
+      {3, 8, 2, 136, 200, F8, 128, false},         // fp8, partial blocks, I % 16 != 0: element-wise
+      {2, 8, 4, 64, 96, F8, 0, false},             // fp8 per-tensor scale
+      {2, 8, 3, 100, 160, F8, 48, true},           // fp8 48x48 blocks
+      {1, 16, 4, 64, 128, F8, 128, false, false, false, 0.05},  // zero / subnormal e4m3 bytes
+      {2, 8, 2, 256, 256, F8, 128, true, true},    // deepseekv3fp8-tiny's experts, out = shared
+      {12, 8, 2, 16, 32, BF, 0, false},            // past the GPU kernel's batch limit
+  };
+  for (const DownShape& s : shapes) {
+    if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
+    v.push_back(down_combine_case(act, s));
+  }
+  return v;
+}
+
+// Perf cases: Qwen3-30B-A3B's down projection (128 experts, top 8, H 2048, I 768) at 1 and 4
+// tokens, DeepSeek-V2-Lite's (64 experts, top 6, H 2048, I 1408, shared expert) at 1 token in
+// bf16 and block-fp8 (the GPU kernel times fp8 only under PORTLLM_MOE_FUSED=fp8). What the fused
+// kernel replaces at batch 1: SILU_MUL, MOE_GEMM down (`ops perf -o MOE_GEMM`, "tokens=1 ...
+// N=2048 K=768") and MOE_COMBINE. Least bytes: the weights (and scales) of the distinct experts
+// chosen, gate|up read once, out (and shared).
+std::vector<OpCase> down_combine_perf(DType act) {
+  if (act == DType::F32) return {};
+  std::vector<OpCase> v;
+  struct S { const char* what; int E, k, H, I; DType wt; bool shared; std::vector<int> tokens; };
+  const S shapes[] = {{"Qwen3-30B-A3B", 128, 8, 2048, 768, act, false, {1, 4}},
+                      {"DeepSeek-V2-Lite", 64, 6, 2048, 1408, act, true, {1}},
+                      {"DeepSeek-V2-Lite", 64, 6, 2048, 1408, F8, true, {1}}};
+  for (const S& s : shapes) {
+    CaseRng r(uint64_t(s.E * 7 + s.I + int(s.wt)));
+    const bool fp8 = s.wt == F8;
+    const int bl = 128, SN = (s.H + bl - 1) / bl, SK = (s.I + bl - 1) / bl;
+    const double ws = 1.0 / std::sqrt(double(s.I));
+    const Tensor w = fp8 ? r.tensor(F8, {s.E, s.H, s.I}, -448, 448) : r.tensor(act, {s.E, s.H, s.I}, -ws, ws);
+    const Tensor scale = fp8 ? r.tensor(DType::F32, {s.E, SN, SK}, 0.5 * ws / 448, 1.5 * ws / 448) : Tensor();
+    for (int T : s.tokens) {
+      const std::vector<int32_t> ids = random_topk(r, T, s.E, s.k);
+      std::vector<bool> used(size_t(s.E), false);
+      for (int32_t e : ids) used[size_t(e)] = true;
+      const double n_used = double(std::count(used.begin(), used.end(), true));
+      OpCase c;
+      c.op = Op::MOE_DOWN_COMBINE;
+      c.name = fmt::format("{} down tokens={} experts used={}/{} H={} I={} w={}{}", s.what, T, int(n_used), s.E, s.H,
+                           s.I, fp8 ? "f8_e4m3 block128" : dtype_name(act), s.shared ? " shared" : "");
+      c.tensors = {CaseRng::filled(act, {T, s.H}, kNaN), r.tensor(act, {T * s.k, 2 * s.I}, -3, 3), w, scale,
+                   r.ints(ids, {T, s.k}), r.tensor(DType::F32, {T, s.k}, 0, 1),
+                   s.shared ? r.tensor(act, {T, s.H}) : Tensor()};
+      c.outputs = {0};
+      const double as = double(dtype_size(act));
+      c.bytes = n_used * s.H * s.I * double(dtype_size(s.wt)) + (fp8 ? n_used * SN * SK * 4 : 0.0) +
+                double(T) * s.k * 2 * s.I * as + double(T) * s.H * as * (s.shared ? 2 : 1);
+      c.flops = 2.0 * T * s.k * s.H * s.I;
+      const int blk = fp8 ? bl : 0;
+      c.invoke = [blk](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        MoeDownCombineArgs a{t[0], t[1], t[2], t[3], blk, blk, t[4], t[5], t[6]};
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
   }
   return v;
 }
@@ -283,6 +479,8 @@ void register_moe_cases() {
   register_case_generator(Op::MOE_PERMUTE, permute_cases);
   register_case_generator(Op::MOE_GEMM, gemm_cases);
   register_case_generator(Op::MOE_COMBINE, combine_cases);
+  register_case_generator(Op::MOE_DOWN_COMBINE, down_combine_cases);
+  register_perf_case_generator(Op::MOE_DOWN_COMBINE, down_combine_perf);
 }
 
 }  // namespace portllm::conformance

@@ -1,5 +1,6 @@
 // Reference MoE kernels: routing (softmax / grouped / biased sigmoid), permutation by expert,
-// grouped GEMM (float or fp8 block-scaled weights) and the weighted combine. Double math,
+// grouped GEMM (float or fp8 block-scaled weights; rows grouped by offsets or gathered through
+// the top-k ids), the weighted combine, and the fused down projection + combine. Double math,
 // scalar loops; the oracle for every backend's MoE kernels.
 #include <algorithm>
 #include <cmath>
@@ -65,22 +66,68 @@ void permute(const MoePermuteArgs& a, Stream&) {
   for (int64_t e = 0; e <= E; ++e) static_cast<int32_t*>(a.expert_offsets.data)[e] = int32_t(off[size_t(e)]);
 }
 
+// v rounded to dtype t (a value stored in a tensor of that dtype, read back).
+double round_to(DType t, double v) {
+  uint64_t buf = 0;
+  store(t, &buf, 0, v);
+  return load(t, &buf, 0);
+}
+
+// Expert e's dequantized weight W[e][n, kk] (fp8: times its block scale).
+double expert_w(const Tensor& w, const Tensor& scale, int block_n, int block_k, int64_t e, int64_t n, int64_t kk) {
+  const int64_t N = w.size(1), K = w.size(2);
+  double v = load(w.dtype, w.data, (e * N + n) * K + kk);
+  if (w.dtype == DType::F8E4M3) {
+    const int64_t SN = scale.size(1), SK = scale.size(2);
+    v *= load(DType::F32, scale.data, (e * SN + n / block_n) * SK + kk / block_k);
+  }
+  return v;
+}
+
 void gemm(const MoeGemmArgs& a, Stream&) {
   const int64_t E = a.w.size(0), N = a.w.size(1), K = a.w.size(2);
-  const bool fp8 = a.w.dtype == DType::F8E4M3;
-  const int64_t SN = fp8 ? a.w_scale.size(1) : 0, SK = fp8 ? a.w_scale.size(2) : 0;
+  // Row r of x against W[e] into row o of out.
+  auto row = [&](int64_t e, int64_t r, int64_t o) {
+    for (int64_t n = 0; n < N; ++n) {
+      double acc = 0;
+      for (int64_t kk = 0; kk < K; ++kk) acc += at(a.x, r, kk) * expert_w(a.w, a.w_scale, a.block_n, a.block_k, e, n, kk);
+      put(a.out, o, n, acc);
+    }
+  };
+  if (a.topk_ids.defined()) {  // gather mode: assignment t*k+j reads token row t
+    const int64_t T = a.topk_ids.size(0), k = a.topk_ids.size(1);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < k; ++j) row(id2(a.topk_ids, t, j), t, t * k + j);
+    return;
+  }
   for (int64_t e = 0; e < E; ++e) {
     const int64_t r0 = idx(a.expert_offsets, e), r1 = idx(a.expert_offsets, e + 1);
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t n = 0; n < N; ++n) {
-        double acc = 0;
-        for (int64_t kk = 0; kk < K; ++kk) {
-          double w = load(a.w.dtype, a.w.data, (e * N + n) * K + kk);
-          if (fp8) w *= load(DType::F32, a.w_scale.data, (e * SN + n / a.block_n) * SK + kk / a.block_k);
-          acc += at(a.x, r, kk) * w;
-        }
-        put(a.out, r, n, acc);
+    for (int64_t r = r0; r < r1; ++r) row(e, r, r);
+  }
+}
+
+void down_combine(const MoeDownCombineArgs& a, Stream&) {
+  const int64_t T = a.topk_ids.size(0), k = a.topk_ids.size(1), H = a.w.size(1), I = a.w.size(2);
+  std::vector<double> h(static_cast<size_t>(k * I)), acc(static_cast<size_t>(H));
+  for (int64_t t = 0; t < T; ++t) {
+    // SwiGLU of each assignment, rounded to the activation dtype as SILU_MUL's output would be.
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t i = 0; i < I; ++i) {
+        const double g = at(a.gate_up, t * k + j, i), u = at(a.gate_up, t * k + j, I + i);
+        h[size_t(j * I + i)] = round_to(a.gate_up.dtype, g / (1.0 + std::exp(-g)) * u);
       }
+    for (int64_t n = 0; n < H; ++n) acc[size_t(n)] = a.shared.defined() ? at(a.shared, t, n) : 0.0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t e = id2(a.topk_ids, t, j);
+      const double wj = at(a.topk_weights, t, j);
+      for (int64_t n = 0; n < H; ++n) {
+        double dot = 0;
+        for (int64_t i = 0; i < I; ++i)
+          dot += expert_w(a.w, a.w_scale, a.block_n, a.block_k, e, n, i) * h[size_t(j * I + i)];
+        acc[size_t(n)] += wj * dot;
+      }
+    }
+    for (int64_t n = 0; n < H; ++n) put(a.out, t, n, acc[size_t(n)]);
   }
 }
 
@@ -104,6 +151,7 @@ void register_moe_ref() {
   register_kernel<MoePermuteArgs>(Op::MOE_PERMUTE, C, "ref.moe_permute", P, any, permute);
   register_kernel<MoeGemmArgs>(Op::MOE_GEMM, C, "ref.moe_gemm", P, any, gemm);
   register_kernel<MoeCombineArgs>(Op::MOE_COMBINE, C, "ref.moe_combine", P, any, combine);
+  register_kernel<MoeDownCombineArgs>(Op::MOE_DOWN_COMBINE, C, "ref.moe_down_combine", P, any, down_combine);
 }
 
 }  // namespace portllm::ref
