@@ -16,6 +16,7 @@ void register_gemv_kernels();
 void register_attention_kernels();
 void register_qk_norm_rope_kv_write_kernels();  // qk_norm_rope_kv_write.cu: q/k norm + RoPE + KV write, one launch
 void register_moe_kernels();  // moe.cu: MoE routing, permute, combine
+void register_moe_down_combine_kernels();  // moe_down_combine.cu: MOE_DOWN_COMBINE (called by register_moe_kernels)
 void register_moe_gemm_kernels();  // moe_gemm.cu: MOE_GEMM (grouped tiled GEMM)
 void register_matmul_fp8_kernels();  // matmul_fp8.cpp: MATMUL_FP8_BLOCK
 void register_matmul_fp8_w8a8_kernels();  // matmul_fp8_w8a8.cpp: MATMUL_FP8_BLOCK on fp8 units (cuBLASLt)

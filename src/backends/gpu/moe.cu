@@ -369,6 +369,7 @@ void register_moe_kernels() {
   register_kernel<MoeRouteArgs>(Op::MOE_ROUTE_GROUPED, K, "gpu.moe_route_grouped", 10, route_supports, route);
   register_kernel<MoePermuteArgs>(Op::MOE_PERMUTE, K, "gpu.moe_permute", 10, permute_supports, permute);
   register_kernel<MoeCombineArgs>(Op::MOE_COMBINE, K, "gpu.moe_combine", 10, combine_supports, combine);
+  register_moe_down_combine_kernels();
 }
 
 }  // namespace portllm::gpu

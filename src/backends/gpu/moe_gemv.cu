@@ -20,6 +20,12 @@
 // Tiles of one expert are neighbours in blockIdx.x, so an expert with more than BM rows has its
 // weights re-read mostly from L2.
 //
+// Gather mode (MoeGemmArgs::topk_ids, the small-batch path of ops::moe_experts): the rows are the
+// T*k (token, slot) assignments themselves, unpermuted. Each block counts the assignments per
+// expert in shared memory, finds its tile by the same scan over those counts, and collects its
+// rows (the assignments of its expert of rank [c0, c0 + BM), in assignment order); tile row m
+// reads x row a_m / k and writes out row a_m. This replaces MOE_PERMUTE's four launches.
+//
 // No lane ever leaves a loop that a shuffle or barrier follows at a different iteration than its
 // warp (block): loop bounds are warp- or block-uniform and per-lane bounds are predicates; the
 // only shuffles are the final warp_sum calls, reached by every lane of an active warp.
@@ -27,10 +33,10 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "backends/gpu/fp8.cuh"
+#include "backends/gpu/block_scan.cuh"
 #include "backends/gpu/grouped_gemm.h"
 #include "backends/gpu/grouped_tile.cuh"
-#include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/moe_gemv_common.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
 
@@ -57,100 +63,65 @@ constexpr int kXFloats = 8192;           // the staged x chunk: 32 KB (fits MUSA
 // kernel; the per-row f32 FMAs cost as much as the weight stream once rows per expert grow.
 constexpr int64_t kMaxRows = 64, kMaxRowsPerExpert = 2;
 
-__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
-  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-// Four e4m3 bytes (byte i = value i) as 256 x their value, bit-exact (fp8.cuh). Kept out of line:
-// it is the rare path of fp8x4_times256, and inlined into every decode it would multiply the
-// streaming loop's code size.
-__device__ __noinline__ float4 fp8x4_times256_exact(uint32_t w) {
-  return make_float4(fp8e4m3_to_f32(uint8_t(w)) * 256.f, fp8e4m3_to_f32(uint8_t(w >> 8)) * 256.f,
-                     fp8e4m3_to_f32(uint8_t(w >> 16)) * 256.f, fp8e4m3_to_f32(uint8_t(w >> 24)) * 256.f);
-}
-
-// Four e4m3 bytes as 256 x their value, exactly. A normal e4m3 (exponent field E > 0) is the f32
-// with exponent field 128 + E and the same 3 mantissa bits, i.e. 2^8 times its value: per byte
-// one shift to the top, an arithmetic shift that lands sign, E and mantissa, and one mask-or. No
-// f32 subnormal is formed, so flush-to-zero builds stay exact. A word holding a zero or
-// subnormal (E == 0) or a NaN (0x7f / 0xff) takes the bit-exact decoder (rare in real weights).
-// The kernel multiplies its sums by 2^-8 (exact) at the end.
-__device__ __forceinline__ void fp8x4_times256(uint32_t w, float* f) {
-  const uint32_t e_zero = (w & 0x78787878u) - 0x01010101u;  // bit 7 of a byte set <=> some E == 0
-  const uint32_t nan = (w & 0x7f7f7f7fu) + 0x01010101u;     // bit 7 of a byte set <=> it is a NaN
-  if ((e_zero | nan) & 0x80808080u) {
-    const float4 v = fp8x4_times256_exact(w);
-    f[0] = v.x;
-    f[1] = v.y;
-    f[2] = v.z;
-    f[3] = v.w;
-    return;
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int32_t top = int32_t(w << (24 - 8 * i));  // byte i in bits 31..24
-    f[i] = __uint_as_float((uint32_t(top >> 4) & 0x87f00000u) | 0x40000000u);
-  }
-}
-
-// How the weights of one load become floats. The 16-byte path: a uint4 of V values, taken 4 at a
-// time (group g = values 4g..4g+3, the x of one float4). fp8 values come out times 256.
-template <class TW> struct WVec;
-template <> struct WVec<gpu_bf16> {
-  static constexpr int V = 8;
-  static __device__ __forceinline__ void group(const uint4& v, int g, float* f) {
-    const uint32_t a = word(v, 2 * g), b = word(v, 2 * g + 1);
-    f[0] = __uint_as_float(a << 16);
-    f[1] = __uint_as_float(a & 0xffff0000u);
-    f[2] = __uint_as_float(b << 16);
-    f[3] = __uint_as_float(b & 0xffff0000u);
-  }
-};
-template <> struct WVec<gpu_half> {
-  static constexpr int V = 8;
-  static __device__ __forceinline__ void group(const uint4& v, int g, float* f) {
-    const gpu_half* h = reinterpret_cast<const gpu_half*>(&v) + 4 * g;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) f[i] = gpu_half_to_f32(h[i]);
-  }
-};
-template <> struct WVec<float> {
-  static constexpr int V = 4;
-  static __device__ __forceinline__ void group(const uint4& v, int, float* f) {
-    f[0] = __uint_as_float(v.x);
-    f[1] = __uint_as_float(v.y);
-    f[2] = __uint_as_float(v.z);
-    f[3] = __uint_as_float(v.w);
-  }
-};
-template <> struct WVec<uint8_t> {
-  static constexpr int V = 16;
-  static __device__ __forceinline__ void group(const uint4& v, int g, float* f) { fp8x4_times256(word(v, g), f); }
+// Gather mode's rows: assignment a = t*k + j has expert ids[t * s0 + j * s1]; n = T*k.
+struct GatherRows {
+  const int32_t* ids = nullptr;  // null: rows grouped by p.expert_offsets (or one group)
+  int64_t s0 = 0, s1 = 0;
+  int k = 1;
+  int64_t n = 0;
+  __device__ __forceinline__ int id(int64_t a) const { return ids[(a / k) * s0 + (a % k) * s1]; }
 };
 
-// One weight of the element-wise path, on the same scale as WVec (fp8 times 256).
-__device__ __forceinline__ float wval(float v) { return v; }
-__device__ __forceinline__ float wval(gpu_bf16 v) { return gpu_bf16_to_f32(v); }
-__device__ __forceinline__ float wval(gpu_half v) { return gpu_half_to_f32(v); }
-__device__ __forceinline__ float wval(uint8_t v) { return fp8e4m3_to_f32(v) * 256.f; }
-
-// Where x element kk of a staged row lives (row stride kc_stride floats, a multiple of 16). With
-// XV = 8 or 16 (bf16/f16 or fp8 vectors) a lane's XV values are split into XV / 4 float4 groups,
-// group g of every lane in its own contiguous run: lanes read consecutive float4s (no bank
-// conflicts) instead of float4s XV floats apart. XV = 4 is the plain layout.
-template <int XV>
-__device__ __forceinline__ int x_slot(int kk, int kc_stride) {
-  constexpr int G = XV / 4;
-  if constexpr (G == 1) {
-    return kk;
-  } else {
-    const int q = kk % XV;
-    return (q / 4) * (kc_stride / G) + 4 * (kk / XV) + q % 4;
+// Gather mode: row tile b among the assignments grouped by expert (the tiles of expert e are
+// ceil(count_e / BM), in expert order, as grouped_tile_scan walks them). On success e is the
+// expert, rows the tile's row count and slot[0, rows) its assignments in increasing order.
+// scratch: E + n ints when stage_ids (the ids are then read from shared memory), else E; scan:
+// kThreads + 2 ints. Every thread of the block must call it; all get the same answer.
+template <int BM>
+__device__ bool gather_tile(const GatherRows& g, int E, bool stage_ids, int* scratch, int* scan, int b, int& e,
+                            int& rows, int* slot) {
+  const int tid = int(threadIdx.x);
+  int* count = scratch;    // [E]
+  int* ids = scratch + E;  // [n] when stage_ids
+  for (int i = tid; i < E; i += kThreads) count[i] = 0;
+  __syncthreads();
+  for (int64_t a = tid; a < g.n; a += kThreads) {
+    const int id = g.id(a);
+    if (stage_ids) ids[a] = id;
+    if (id >= 0 && id < E) atomicAdd(&count[id], 1);
   }
+  __syncthreads();
+  int* found = scan + kThreads;  // {expert, its first tile}
+  if (tid == 0) found[0] = -1;   // ordered before any write below by the scan's barriers
+  int carry = 0;
+  for (int base = 0; base < E; base += kThreads) {  // block-uniform trip count
+    const int ex = base + tid;
+    const int v = ex < E ? (count[ex] + BM - 1) / BM : 0;
+    int total = 0;
+    const int incl = block_scan_incl(v, scan, total);
+    if (ex < E && carry + incl - v <= b && b < carry + incl) {  // tile ranges are disjoint: one writer
+      found[0] = ex;
+      found[1] = carry + incl - v;
+    }
+    carry += total;
+  }
+  __syncthreads();
+  e = found[0];
+  if (e < 0) return false;  // past the real tile count
+  const int c0 = (b - found[1]) * BM;  // rank (among e's assignments) of the tile's first row
+  rows = min(BM, count[e] - c0);
+  for (int64_t a = tid; a < g.n; a += kThreads) {
+    if ((stage_ids ? ids[a] : g.id(a)) != e) continue;
+    int rank = 0;  // e's assignments before a: at decode a short loop over shared memory
+    for (int64_t q = 0; q < a; ++q) rank += (stage_ids ? ids[q] : g.id(q)) == e ? 1 : 0;
+    if (rank >= c0 && rank < c0 + rows) slot[rank - c0] = int(a);
+  }
+  __syncthreads();
+  return true;
 }
 
 template <class TX, class TW, class TO, int BM, bool kVec>
-__global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kernel(GroupedGemmParams p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kernel(GroupedGemmParams p, GatherRows gr) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
   constexpr int kRowsW = kRowsOf<TW>, kSlice = kSliceOf<TW>;
   constexpr int V = kVec ? WVec<TW>::V : 1;  // weights per load
@@ -161,14 +132,35 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kerne
   constexpr int kIter = kStep * kUnroll;    // K covered per loop iteration
   using Raw = std::conditional_t<kVec, uint4, TW>;
 
-  __shared__ __align__(16) float xs[kXFloats];
+  // The staged x; in gather mode first the per-expert counts and ids of the tile lookup (the
+  // lookup ends with a barrier before anything stages x).
+  __shared__ __align__(16) union {
+    float x[kXFloats];
+    int scratch[kXFloats];
+  } sm;
+  float* xs = sm.x;
   __shared__ int scan_sm[kThreads + 2];
+  __shared__ int tile_slot[BM];               // gather mode: the tile's assignments
+  __shared__ int64_t x_row[BM], out_row[BM];  // tile row m: x row and out row
 
-  int e;
-  int64_t row0, row_end;
-  if (!grouped_tile_scan<BM>(p, scan_sm, int(blockIdx.x), e, row0, row_end)) return;  // whole block
-  const int rows = int(row_end - row0);
-  if (rows <= 0) return;  // whole block (offsets past p.rows)
+  int e, rows;
+  if (gr.ids) {
+    const bool stage_ids = int64_t(p.num_experts) + gr.n <= kXFloats;
+    if (!gather_tile<BM>(gr, p.num_experts, stage_ids, sm.scratch, scan_sm, int(blockIdx.x), e, rows, tile_slot))
+      return;  // whole block
+    if (int(threadIdx.x) < rows) {
+      const int a = tile_slot[threadIdx.x];
+      x_row[threadIdx.x] = a / gr.k;
+      out_row[threadIdx.x] = a;
+    }
+  } else {
+    int64_t row0, row_end;
+    if (!grouped_tile_scan<BM>(p, scan_sm, int(blockIdx.x), e, row0, row_end)) return;  // whole block
+    rows = int(row_end - row0);
+    if (rows <= 0) return;  // whole block (offsets past p.rows)
+    if (int(threadIdx.x) < rows) x_row[threadIdx.x] = out_row[threadIdx.x] = row0 + int(threadIdx.x);
+  }
+  __syncthreads();  // x_row / out_row
 
   const int tid = int(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int64_t N = p.N, K = p.K;
@@ -273,7 +265,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kerne
     if (active) load(0);  // the first weights are in flight while x is staged
     __syncthreads();      // every warp is done with the previous chunk's x
     for (int m = 0; m < rows; ++m) {
-      const TX* xr = x + (row0 + m) * p.x_ld + c0;
+      const TX* xr = x + x_row[m] * p.x_ld + c0;
       float* xm = xs + m * kc_stride;
       for (int kk = tid; kk < kc; kk += kThreads) xm[x_slot<XV>(kk, kc_stride)] = ld(xr, kk);
     }
@@ -297,41 +289,57 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kerne
       const float v = warp_sum(acc[m][r]);  // every lane of the warp gets the sum
       const int64_t n = n0 + r;
       if (rv[r] && lane == (m * kRowsW + r) % kWarpSize)
-        out[(row0 + m) * p.out_ld + n] = cvt<TO>(v * kOutScale + (p.bias ? p.bias[n] : 0.f));
+        out[out_row[m] * p.out_ld + n] = cvt<TO>(v * kOutScale + (p.bias ? p.bias[n] : 0.f));
     }
   }
 }
 
 template <class TX, class TW, class TO, int BM>
-void launch_bm(const GroupedGemmParams& p, bool vec, gpuStream_t st) {
-  const int64_t tiles = p.expert_offsets ? grouped_tile_bound(p.rows, p.num_experts, BM) : (p.rows + BM - 1) / BM;
+void launch_bm(const GroupedGemmParams& p, const GatherRows& gr, bool vec, gpuStream_t st) {
+  const int64_t tiles = p.expert_offsets || gr.ids ? grouped_tile_bound(p.rows, p.num_experts, BM) : (p.rows + BM - 1) / BM;
   const int64_t slices = (p.N + kSliceOf<TW> - 1) / kSliceOf<TW>;
   if (tiles <= 0 || slices <= 0) return;
   if (tiles > 0x7fffffff || slices > 65535) fail("grouped gemv: problem too large for the grid");
   const dim3 grid{unsigned(tiles), unsigned(slices)};
-  if (vec) grouped_gemv_kernel<TX, TW, TO, BM, true><<<grid, kThreads, 0, st>>>(p);
-  else grouped_gemv_kernel<TX, TW, TO, BM, false><<<grid, kThreads, 0, st>>>(p);
+  if (vec) grouped_gemv_kernel<TX, TW, TO, BM, true><<<grid, kThreads, 0, st>>>(p, gr);
+  else grouped_gemv_kernel<TX, TW, TO, BM, false><<<grid, kThreads, 0, st>>>(p, gr);
   check_launch("grouped_gemv");
 }
 
 template <class TX, class TW, class TO>
-void launch_typed(const GroupedGemmParams& p, gpuStream_t st) {
+void launch_typed(const GroupedGemmParams& p, const GatherRows& gr, gpuStream_t st) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
   constexpr int64_t ws = int64_t(sizeof(TW)), V = WVec<TW>::V;
   const bool vec = aligned16(p.w) && (p.w_ld * ws) % 16 == 0 && (p.w_es * ws) % 16 == 0 && p.K % V == 0 &&
                    (!kFp8 || p.block_k % 16 == 0);
   // Tile height: up to 8 rows (fp8: 4, to stay within the 80 registers of 3 blocks per SM; at
   // decode an expert rarely has more rows, and the extra tiles read W from L2).
-  if (p.rows <= 1) launch_bm<TX, TW, TO, 1>(p, vec, st);
-  else if (p.rows <= 2) launch_bm<TX, TW, TO, 2>(p, vec, st);
-  else if (kFp8 || p.rows <= 4) launch_bm<TX, TW, TO, 4>(p, vec, st);
-  else if constexpr (!kFp8) launch_bm<TX, TW, TO, 8>(p, vec, st);
+  if (p.rows <= 1) launch_bm<TX, TW, TO, 1>(p, gr, vec, st);
+  else if (p.rows <= 2) launch_bm<TX, TW, TO, 2>(p, gr, vec, st);
+  else if (kFp8 || p.rows <= 4) launch_bm<TX, TW, TO, 4>(p, gr, vec, st);
+  else if constexpr (!kFp8) launch_bm<TX, TW, TO, 8>(p, gr, vec, st);
 }
 
-template <class Fn>
-void dispatch_weight(DType t, Fn&& fn) {
-  if (t == DType::F8E4M3) fn(Tag<uint8_t>{});
-  else dispatch_float(t, fn);
+void launch_gemv(const GroupedGemmParams& p, const GatherRows& gr, Stream& s) {
+  if (p.rows <= 0 || p.N <= 0) return;
+  if (p.w_t == DType::F8E4M3 && (!p.scale || p.block_n <= 0 || p.block_k <= 0))
+    fail("grouped gemv: fp8 weights need scales and positive block sizes");
+  if (p.K >= (int64_t(1) << 31) || p.N >= (int64_t(1) << 31)) fail("grouped gemv: N and K must be below 2^31");
+  const gpuStream_t st = native_stream(s);
+  dispatch_float(p.x_t, [&](auto tx) {
+    using TX = typename decltype(tx)::type;
+    dispatch_weight(p.w_t, [&](auto tw) {
+      using TW = typename decltype(tw)::type;
+      if (p.out_t == p.x_t) {
+        launch_typed<TX, TW, TX>(p, gr, st);
+      } else if constexpr (std::is_same_v<TW, uint8_t> && !std::is_same_v<TX, float>) {
+        if (p.out_t != DType::F32) fail("grouped gemv: output dtype must be the activation dtype or f32");
+        launch_typed<TX, TW, float>(p, gr, st);
+      } else {
+        fail("grouped gemv: output dtype must be the activation dtype");
+      }
+    });
+  });
 }
 
 // The kernel MOE_GEMM falls back to when rows per expert are many: the best other one that
@@ -343,41 +351,67 @@ const KernelInfo* fallback(const MoeGemmArgs& a, Stream& s) {
   fail("moe_gemm_gemv: no kernel to fall back to for many rows per expert");
 }
 
+// Gather mode: rows are the T*k assignments of topk_ids, x holds the T token rows. Always this
+// kernel (no other MOE_GEMM kernel has the mode), whatever the rows per expert.
+void moe_gemv_gather(const MoeGemmArgs& a, Stream& s) {
+  const int64_t T = a.topk_ids.size(0), k = a.topk_ids.size(1), E = a.w.size(0), N = a.w.size(1), K = a.w.size(2);
+  if (a.topk_ids.dtype != DType::I32 || a.topk_ids.ndim != 2) fail("moe_gemm (gather): topk_ids must be [T, k] i32");
+  if (a.x.size(0) != T || a.x.size(1) != K || a.out.size(0) != T * k || a.out.size(1) != N)
+    fail("moe_gemm (gather): shapes of x [T, K], W [E, N, K], out [T*k, N] disagree");
+  if (T == 0 || k == 0 || E == 0 || N == 0) return;
+  if (E > kXFloats || T * k > 0x7fffffff) fail("moe_gemm (gather): too many experts or rows");
+  GroupedGemmParams p;
+  p.out = a.out.data;
+  p.out_t = a.out.dtype;
+  p.out_ld = a.out.strides[0];
+  p.x = a.x.data;
+  p.x_t = a.x.dtype;
+  p.x_ld = a.x.strides[0];
+  p.w = a.w.data;
+  p.w_t = a.w.dtype;
+  p.w_es = a.w.strides[0];
+  p.w_ld = a.w.strides[1];
+  if (a.w.dtype == DType::F8E4M3) {
+    if (!a.w_scale.defined() || a.w_scale.dtype != DType::F32 || a.w_scale.ndim != 3)
+      fail("moe_gemm (gather): fp8 weights need f32 scales [E, N / block_n, K / block_k]");
+    p.scale = a.w_scale.ptr<float>();
+    p.s_es = a.w_scale.strides[0];
+    p.s_s0 = a.w_scale.strides[1];
+    p.s_s1 = a.w_scale.strides[2];
+    p.block_n = a.block_n > 0 ? a.block_n : int(N);
+    p.block_k = a.block_k > 0 ? a.block_k : int(std::max<int64_t>(K, 1));
+  }
+  p.rows = T * k;
+  p.N = N;
+  p.K = K;
+  p.num_experts = int(E);  // expert_offsets stays null: the rows come from gr
+  GatherRows gr;
+  gr.ids = a.topk_ids.ptr<int32_t>();
+  gr.s0 = a.topk_ids.strides[0];
+  gr.s1 = a.topk_ids.strides[1];
+  gr.k = int(k);
+  gr.n = T * k;
+  launch_gemv(p, gr, s);
+}
+
 void moe_gemv(const MoeGemmArgs& a, Stream& s) {
+  if (a.topk_ids.defined()) return moe_gemv_gather(a, s);
   const int64_t R = a.x.size(0), E = a.w.size(0);
   if (R == 0 || E == 0 || a.w.size(1) == 0) return;
   if (R > kMaxRows && R > kMaxRowsPerExpert * E) return fallback(a, s)->run(&a, s);
-  launch_grouped_gemv(moe_gemm_params(a), s);
+  launch_gemv(moe_gemm_params(a), GatherRows{}, s);
 }
 
 bool moe_gemv_supports(const OpDesc& d, const DeviceCaps&) {
   const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
-  return is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) && d.dim[1] < (int64_t(1) << 31) &&
-         d.dim[2] < (int64_t(1) << 31) && d.dim[1] <= int64_t(65535) * kSliceOf<uint8_t>;  // the narrowest slice
+  const bool gather = d.flags & 1u;  // gather mode counts assignments per expert in the x staging area
+  return (d.flags & ~1u) == 0 && (!gather || d.dim[0] <= kXFloats) && is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) &&
+         d.dim[1] < (int64_t(1) << 31) && d.dim[2] < (int64_t(1) << 31) &&
+         d.dim[1] <= int64_t(65535) * kSliceOf<uint8_t>;  // the narrowest slice
 }
 }  // namespace
 
-void launch_grouped_gemv(const GroupedGemmParams& p, Stream& s) {
-  if (p.rows <= 0 || p.N <= 0) return;
-  if (p.w_t == DType::F8E4M3 && (!p.scale || p.block_n <= 0 || p.block_k <= 0))
-    fail("grouped gemv: fp8 weights need scales and positive block sizes");
-  if (p.K >= (int64_t(1) << 31) || p.N >= (int64_t(1) << 31)) fail("grouped gemv: N and K must be below 2^31");
-  const gpuStream_t st = native_stream(s);
-  dispatch_float(p.x_t, [&](auto tx) {
-    using TX = typename decltype(tx)::type;
-    dispatch_weight(p.w_t, [&](auto tw) {
-      using TW = typename decltype(tw)::type;
-      if (p.out_t == p.x_t) {
-        launch_typed<TX, TW, TX>(p, st);
-      } else if constexpr (std::is_same_v<TW, uint8_t> && !std::is_same_v<TX, float>) {
-        if (p.out_t != DType::F32) fail("grouped gemv: output dtype must be the activation dtype or f32");
-        launch_typed<TX, TW, float>(p, st);
-      } else {
-        fail("grouped gemv: output dtype must be the activation dtype");
-      }
-    });
-  });
-}
+void launch_grouped_gemv(const GroupedGemmParams& p, Stream& s) { launch_gemv(p, GatherRows{}, s); }
 
 void register_moe_gemv_kernels() {
   register_kernel<MoeGemmArgs>(Op::MOE_GEMM, kKind, kName, kPriority, moe_gemv_supports, moe_gemv);
