@@ -6,8 +6,12 @@
 #include <cstdint>
 #include <memory>
 
+#include <string>
+
 #include "backend/device.h"
+#include "backends/gpu/gpu_runtime.h"
 #include "core/dtype.h"
+#include "core/tensor.h"
 
 namespace portllm {
 struct MoeGemmArgs;
@@ -43,6 +47,29 @@ void launch_grouped_gemv(const GroupedGemmParams& p, Stream& s);
 
 // MOE_GEMM's arguments as grouped-GEMM parameters (checks the shapes; W [E, N, K] contiguous rows).
 GroupedGemmParams moe_gemm_params(const MoeGemmArgs& a);
+// The same without the shape check or the row source (out, x and the expert weights): what the
+// gather mode shares with it.
+GroupedGemmParams moe_gemm_io_params(const MoeGemmArgs& a, const char* who);
+
+// Expert weights W [E, N, K] into a parameter struct with GroupedGemmParams' weight fields (w,
+// w_ld, w_es and, for fp8, scale, s_es, s_s0, s_s1, block_n, block_k; a block size of 0 means the
+// whole dim). fp8 weights need their f32 block scales [E, N / block_n, K / block_k]; `who` names
+// the op in the error.
+template <class P>
+void set_expert_weights(P& p, const Tensor& w, const Tensor& w_scale, int block_n, int block_k, const char* who) {
+  p.w = w.data;
+  p.w_es = w.strides[0];
+  p.w_ld = w.strides[1];
+  if (w.dtype != DType::F8E4M3) return;
+  if (!w_scale.defined() || w_scale.dtype != DType::F32 || w_scale.ndim != 3)
+    fail((std::string(who) + ": fp8 weights need f32 scales [E, N / block_n, K / block_k]").c_str());
+  p.scale = w_scale.ptr<float>();
+  p.s_es = w_scale.strides[0];
+  p.s_s0 = w_scale.strides[1];
+  p.s_s1 = w_scale.strides[2];
+  p.block_n = block_n > 0 ? block_n : int(w.size(1));
+  p.block_k = block_k > 0 ? block_k : int(w.size(2) > 1 ? w.size(2) : 1);
+}
 
 // tile_start[E + 1] in scratch memory (stream-ordered): prefix sum of ceil(rows of expert e / bm).
 std::shared_ptr<void> launch_tile_start(const int32_t* expert_offsets, int num_experts, int bm, Stream& s);

@@ -42,7 +42,9 @@
 #include <type_traits>
 
 #include "backends/gpu/gpu_kernels.h"
+#include "backends/gpu/grouped_gemm.h"
 #include "backends/gpu/moe_gemv_common.cuh"
+#include "backends/gpu/vec_io.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
 
@@ -89,12 +91,6 @@ struct DownParams {
   int kc_stride = 16;    // K per staged chunk (a multiple of 16), chunks balanced over K
   bool vec_x = false;    // gate|up rows allow 16-byte loads
 };
-
-// v rounded to the activation dtype T (what storing it in a T tensor keeps), as float.
-template <class T> __device__ __forceinline__ float round_to(float v) {
-  const T r = cvt<T>(v);
-  return ld(&r, 0);
-}
 
 // silu(g) * u exactly as pointwise.cu's SILU_MUL computes it, rounded to TX, times the slot's
 // routing weight.
@@ -315,19 +311,7 @@ void down_combine(const MoeDownCombineArgs& a, Stream& s) {
     p.shared = a.shared.data;
     p.sh_ld = a.shared.strides[0];
   }
-  p.w = a.w.data;
-  p.w_ld = a.w.strides[1];
-  p.w_es = a.w.strides[0];
-  if (a.w.dtype == DType::F8E4M3) {
-    if (!a.w_scale.defined() || a.w_scale.dtype != DType::F32 || a.w_scale.ndim != 3)
-      fail("moe_down_combine: fp8 weights need f32 scales [E, H / block_n, I / block_k]");
-    p.scale = a.w_scale.ptr<float>();
-    p.s_es = a.w_scale.strides[0];
-    p.s_s0 = a.w_scale.strides[1];
-    p.s_s1 = a.w_scale.strides[2];
-    p.block_n = a.block_n > 0 ? a.block_n : int(N);
-    p.block_k = a.block_k > 0 ? a.block_k : int(std::max<int64_t>(K, 1));
-  }
+  set_expert_weights(p, a.w, a.w_scale, a.block_n, a.block_k, "moe_down_combine");
   p.ids = a.topk_ids.ptr<int32_t>();
   p.id_s0 = a.topk_ids.strides[0];
   p.id_s1 = a.topk_ids.strides[1];

@@ -194,10 +194,7 @@ bool moe_gemm_supports(const OpDesc& d, const DeviceCaps&) {
 }
 }  // namespace
 
-GroupedGemmParams moe_gemm_params(const MoeGemmArgs& a) {
-  const int64_t E = a.w.size(0), N = a.w.size(1), K = a.w.size(2), R = a.x.size(0);
-  if (a.x.size(1) != K || a.out.size(1) != N || a.out.size(0) != R || a.expert_offsets.numel() < E + 1)
-    fail("moe_gemm: shapes of x [R, K], W [E, N, K], out [R, N], expert_offsets [E + 1] disagree");
+GroupedGemmParams moe_gemm_io_params(const MoeGemmArgs& a, const char* who) {
   GroupedGemmParams p;
   p.out = a.out.data;
   p.out_t = a.out.dtype;
@@ -205,25 +202,21 @@ GroupedGemmParams moe_gemm_params(const MoeGemmArgs& a) {
   p.x = a.x.data;
   p.x_t = a.x.dtype;
   p.x_ld = a.x.strides[0];
-  p.w = a.w.data;
   p.w_t = a.w.dtype;
-  p.w_es = a.w.strides[0];
-  p.w_ld = a.w.strides[1];
-  if (a.w.dtype == DType::F8E4M3) {
-    if (!a.w_scale.defined() || a.w_scale.dtype != DType::F32 || a.w_scale.ndim != 3)
-      fail("moe_gemm: fp8 weights need f32 scales [E, N / block_n, K / block_k]");
-    p.scale = a.w_scale.ptr<float>();
-    p.s_es = a.w_scale.strides[0];
-    p.s_s0 = a.w_scale.strides[1];
-    p.s_s1 = a.w_scale.strides[2];
-    p.block_n = a.block_n > 0 ? a.block_n : int(N);
-    p.block_k = a.block_k > 0 ? a.block_k : int(std::max<int64_t>(K, 1));
-  }
+  set_expert_weights(p, a.w, a.w_scale, a.block_n, a.block_k, who);
+  p.N = a.w.size(1);
+  p.K = a.w.size(2);
+  p.num_experts = int(a.w.size(0));
+  return p;
+}
+
+GroupedGemmParams moe_gemm_params(const MoeGemmArgs& a) {
+  const int64_t E = a.w.size(0), N = a.w.size(1), K = a.w.size(2), R = a.x.size(0);
+  if (a.x.size(1) != K || a.out.size(1) != N || a.out.size(0) != R || a.expert_offsets.numel() < E + 1)
+    fail("moe_gemm: shapes of x [R, K], W [E, N, K], out [R, N], expert_offsets [E + 1] disagree");
+  GroupedGemmParams p = moe_gemm_io_params(a, "moe_gemm");
   p.rows = R;
-  p.N = N;
-  p.K = K;
   p.expert_offsets = a.expert_offsets.ptr<int32_t>();
-  p.num_experts = int(E);
   return p;
 }
 

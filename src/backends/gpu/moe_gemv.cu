@@ -360,31 +360,8 @@ void moe_gemv_gather(const MoeGemmArgs& a, Stream& s) {
     fail("moe_gemm (gather): shapes of x [T, K], W [E, N, K], out [T*k, N] disagree");
   if (T == 0 || k == 0 || E == 0 || N == 0) return;
   if (E > kXFloats || T * k > 0x7fffffff) fail("moe_gemm (gather): too many experts or rows");
-  GroupedGemmParams p;
-  p.out = a.out.data;
-  p.out_t = a.out.dtype;
-  p.out_ld = a.out.strides[0];
-  p.x = a.x.data;
-  p.x_t = a.x.dtype;
-  p.x_ld = a.x.strides[0];
-  p.w = a.w.data;
-  p.w_t = a.w.dtype;
-  p.w_es = a.w.strides[0];
-  p.w_ld = a.w.strides[1];
-  if (a.w.dtype == DType::F8E4M3) {
-    if (!a.w_scale.defined() || a.w_scale.dtype != DType::F32 || a.w_scale.ndim != 3)
-      fail("moe_gemm (gather): fp8 weights need f32 scales [E, N / block_n, K / block_k]");
-    p.scale = a.w_scale.ptr<float>();
-    p.s_es = a.w_scale.strides[0];
-    p.s_s0 = a.w_scale.strides[1];
-    p.s_s1 = a.w_scale.strides[2];
-    p.block_n = a.block_n > 0 ? a.block_n : int(N);
-    p.block_k = a.block_k > 0 ? a.block_k : int(std::max<int64_t>(K, 1));
-  }
-  p.rows = T * k;
-  p.N = N;
-  p.K = K;
-  p.num_experts = int(E);  // expert_offsets stays null: the rows come from gr
+  GroupedGemmParams p = moe_gemm_io_params(a, "moe_gemm (gather)");  // expert_offsets stays null:
+  p.rows = T * k;                                                    // the rows come from gr
   GatherRows gr;
   gr.ids = a.topk_ids.ptr<int32_t>();
   gr.s0 = a.topk_ids.strides[0];
