@@ -188,15 +188,9 @@ bool vec_ok(const Tensor& x, const Tensor& w) {
   return aligned16(x.data) && aligned16(w.data) && x.strides[0] % 8 == 0 && w.strides[0] % 8 == 0 && w.size(1) % 8 == 0;
 }
 
-// The BLAS kernel this one defers to when a view's alignment rules out 16-byte loads.
-const KernelInfo* blas_fallback() {
-  static const KernelInfo* k = KernelRegistry::instance().find("gpu.matmul_blas");
-  return k;
-}
-
 void gemv(const MatmulArgs& a, Stream& s) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
-  if (!vec_ok(a.x, a.w)) return blas_fallback()->run(&a, s);
+  if (!vec_ok(a.x, a.w)) return run_kernel("gpu.matmul_blas", &a, s);  // views 16-byte loads cannot take
   launch_any<false>(a.out, a.x, a.w, a.bias, s);
   check_launch("gemv");
 }
@@ -208,10 +202,10 @@ void gemv_silu_mul(const MatmulSiluMulArgs& a, Stream& s) {
     const std::shared_ptr<void> buf = scratch(s, size_t(a.x.size(0) * a.w.size(0)) * dtype_size(a.out.dtype));
     const Tensor gu = Tensor::view_of(buf.get(), a.out.dtype, {a.x.size(0), a.w.size(0)}, kGpuKind, 0, buf);
     const MatmulArgs mm{gu, a.x, a.w, {}, {}, 0, 0};
-    blas_fallback()->run(&mm, s);
+    run_kernel("gpu.matmul_blas", &mm, s);
     const int64_t I = a.out.size(1);
     const SiluMulArgs sm{a.out, gu.slice(1, 0, I), gu.slice(1, I, I)};
-    KernelRegistry::instance().find("gpu.silu_mul")->run(&sm, s);
+    run_kernel("gpu.silu_mul", &sm, s);
     return;
   }
   launch_any<true>(a.out, a.x, a.w, Tensor(), s);

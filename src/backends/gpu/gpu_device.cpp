@@ -5,6 +5,7 @@
 #include "backends/gpu/caps_profiles.h"
 #include "backends/gpu/gpu_check.h"
 #include "backends/gpu/gpu_runtime.h"
+#include "ops/registry.h"
 
 namespace portllm::gpu {
 
@@ -158,5 +159,11 @@ void check_launch(const char* what) {
 }
 
 void fail(const char* what) { PL_THROW("GPU kernel: {}", what); }
+
+void run_kernel(const char* name, const void* args, Stream& s) {
+  const KernelInfo* k = KernelRegistry::instance().find(name);
+  if (!k) PL_THROW("GPU kernel {} is not registered", name);
+  k->run(args, s);
+}
 
 }  // namespace portllm::gpu

@@ -27,5 +27,8 @@ inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 1
 // Throws portllm::Error naming `what` if the last launch failed.
 void check_launch(const char* what);
 [[noreturn]] void fail(const char* what);
+// Runs the registered kernel `name` on args (a kernel handing a case it does not take to a sibling
+// or to the unfused ops); throws naming it if no such kernel is registered.
+void run_kernel(const char* name, const void* args, Stream& s);
 
 }  // namespace portllm::gpu

@@ -155,16 +155,15 @@ bool views_fit(const QkNormRopeKvWriteArgs& a, int n) {
 }
 
 void run_unfused(const QkNormRopeKvWriteArgs& a, Stream& s) {
-  auto& reg = KernelRegistry::instance();
   if (a.q_norm.defined()) {
     const RmsNormArgs qn{a.q, a.q, a.q_norm, a.eps, a.weight_offset}, kn{a.k, a.k, a.k_norm, a.eps, a.weight_offset};
-    reg.find("gpu.rms_norm")->run(&qn, s);
-    reg.find("gpu.rms_norm")->run(&kn, s);
+    run_kernel("gpu.rms_norm", &qn, s);
+    run_kernel("gpu.rms_norm", &kn, s);
   }
   const RopeArgs r{a.q, a.k, a.positions, a.cos_sin, a.rot_dim, a.interleaved};
-  reg.find("gpu.rope")->run(&r, s);
+  run_kernel("gpu.rope", &r, s);
   const KvWriteArgs w{a.k, a.v, a.k_cache, a.v_cache, a.slot_mapping};
-  reg.find("gpu.kv_write")->run(&w, s);
+  run_kernel("gpu.kv_write", &w, s);
 }
 
 void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream& s) {
