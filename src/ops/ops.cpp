@@ -44,7 +44,7 @@ void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
 void matmul_silu_mul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {
   const MatmulSiluMulArgs a{out, x, w};
   const OpDesc d = a.desc();
-  if (const KernelInfo* k = ctx.dispatcher->try_select(d); k && !k->is_reference()) return run(ctx, d, a);
+  if (has_fast_kernel(ctx, d)) return run(ctx, d, a);
   const int64_t I = out.size(1);
   Tensor gu = ctx.empty(out.dtype, {x.size(0), 2 * I});
   matmul(ctx, gu, x, w);
@@ -60,8 +60,7 @@ void kv_write(OpContext& ctx, const KvWriteArgs& a) { run(ctx, a.desc(), a); }
 
 void qk_norm_rope_kv_write(OpContext& ctx, const QkNormRopeKvWriteArgs& a) {
   const OpDesc d = a.desc();
-  // The reference is the composition below, one row at a time: running it would gain nothing.
-  if (const KernelInfo* k = ctx.dispatcher->try_select(d); k && !k->is_reference()) return run(ctx, d, a);
+  if (has_fast_kernel(ctx, d)) return run(ctx, d, a);
   if (a.q_norm.defined()) {
     rms_norm(ctx, a.q, a.q, a.q_norm, a.eps, a.weight_offset);
     rms_norm(ctx, a.k, a.k, a.k_norm, a.eps, a.weight_offset);

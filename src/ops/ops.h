@@ -16,6 +16,14 @@ void run(OpContext& ctx, const OpDesc& desc, const Args& args) {
   k.run(&args, *ctx.stream);
 }
 
+// Whether the device has a non-reference kernel for desc. The fused ops' entry points take the
+// fused kernel only then: the reference serves any descriptor, at scalar speed, so running it
+// would gain nothing over the ops the fused op replaces.
+inline bool has_fast_kernel(OpContext& ctx, const OpDesc& desc) {
+  const KernelInfo* k = ctx.dispatcher->try_select(desc);
+  return k && !k->is_reference();
+}
+
 void embed(OpContext& ctx, const Tensor& out, const Tensor& table, const Tensor& ids);
 void rms_norm(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& weight, float eps,
               float weight_offset = 0.f);

@@ -16,15 +16,6 @@ void moe_combine(OpContext& ctx, const MoeCombineArgs& a) { run(ctx, a.desc(), a
 void moe_down_combine(OpContext& ctx, const MoeDownCombineArgs& a) { run(ctx, a.desc(), a); }
 void mla_attention(OpContext& ctx, const MlaAttentionArgs& a) { run(ctx, a.desc(), a); }
 
-namespace {
-// A fused kernel is worth taking only when the backend has a real one: the reference kernels
-// would serve any descriptor, at scalar speed.
-bool has_fast_kernel(OpContext& ctx, const OpDesc& d) {
-  const KernelInfo* k = ctx.dispatcher->try_select(d);
-  return k && !k->is_reference();
-}
-}  // namespace
-
 void moe_experts(OpContext& ctx, const MoeExpertsArgs& a) {
   const int64_t T = a.x.size(0), H = a.x.size(1), k = a.topk_ids.size(1), E = a.gate_up.w.size(0);
   const int64_t I = a.down.w.size(2), R = T * k;
