@@ -16,38 +16,14 @@
 #include "runtime/kv_cache.h"
 #include "runtime/single_sequence.h"
 
+#include "../common/fixture_parity.h"
 #include "../common/model_fixtures.h"
 
 using namespace portllm;
 using namespace portllm::testing;
 
 namespace {
-
-
 const char* const kFixtures[] = {"qwen35text-tiny", "qwen3next-tiny", "qwen35moetext-tiny"};
-
-
-// Max |logit - reference| feeding the reference tokens `chunk` at a time (0: all at once).
-double max_diff(const std::string& name, int chunk) {
-  OpContext ctx(cpu());
-  ModelLoadOptions lo;
-  lo.path = fixture(name);
-  auto model = load_model(lo, ctx);
-  Reference ref = read_reference(lo.path);
-  const int64_t T = int64_t(ref.tokens.size()), V = ref.logits.size(1);
-  SingleSequence seq(*model, ctx, T, 16);
-  double diff = 0;
-  const int64_t step = chunk > 0 ? chunk : T;
-  for (int64_t s = 0; s < T; s += step) {
-    const int64_t n = std::min(step, T - s);
-    Tensor l = seq.feed(std::vector<int32_t>(ref.tokens.begin() + s, ref.tokens.begin() + s + n), true);
-    for (int64_t i = 0; i < n * V; ++i) {
-      const float g = l.ptr<float>()[i], r = ref.logits.ptr<float>()[s * V + i];
-      diff = std::isfinite(g) ? std::max(diff, double(std::abs(g - r))) : INFINITY;
-    }
-  }
-  return diff;
-}
 }  // namespace
 
 TEST(HybridModels, LayerKindsAndStateSpec) {
@@ -72,15 +48,15 @@ TEST(HybridModels, LayerKindsAndStateSpec) {
 }
 
 TEST(HybridModels, MatchTransformersWholePrefill) {
-  for (const char* f : kFixtures) EXPECT_LE(max_diff(f, 0), 1e-3) << f;
+  for (const char* f : kFixtures) EXPECT_LE(max_logit_diff(f, 0), 1e-3) << f;
 }
 
 TEST(HybridModels, ChunkedPrefillMatches) {
-  for (const char* f : kFixtures) EXPECT_LE(max_diff(f, 3), 1e-3) << f;
+  for (const char* f : kFixtures) EXPECT_LE(max_logit_diff(f, 3), 1e-3) << f;
 }
 
 TEST(HybridModels, TokenByTokenDecodeMatches) {
-  for (const char* f : kFixtures) EXPECT_LE(max_diff(f, 1), 1e-3) << f;
+  for (const char* f : kFixtures) EXPECT_LE(max_logit_diff(f, 1), 1e-3) << f;
 }
 
 // Three sequences (prefixes of the reference tokens of different lengths) run together in

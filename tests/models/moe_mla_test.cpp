@@ -19,6 +19,7 @@
 #include "model/safetensors.h"
 #include "runtime/single_sequence.h"
 
+#include "../common/fixture_parity.h"
 #include "../common/model_fixtures.h"
 
 using namespace portllm;
@@ -27,29 +28,6 @@ using namespace portllm::testing;
 namespace {
 
 std::string real_config(const std::string& name) { return std::string(PORTLLM_TEST_DATA) + "/configs/" + name; }
-
-
-// Max |logit - reference| feeding the reference tokens `chunk` at a time (0: all at once).
-double max_diff(const std::string& name, int chunk, DType kv = DType::F32) {
-  OpContext ctx(cpu());
-  ModelLoadOptions lo;
-  lo.path = fixture(name);
-  auto model = load_model(lo, ctx);
-  Reference ref = read_reference(lo.path);
-  const int64_t T = int64_t(ref.tokens.size()), V = ref.logits.size(1);
-  SingleSequence seq(*model, ctx, T, 16, kv);
-  double diff = 0;
-  const int64_t step = chunk > 0 ? chunk : T;
-  for (int64_t s = 0; s < T; s += step) {
-    const int64_t n = std::min(step, T - s);
-    Tensor l = seq.feed(std::vector<int32_t>(ref.tokens.begin() + s, ref.tokens.begin() + s + n), true);
-    for (int64_t i = 0; i < n * V; ++i) {
-      const float g = l.ptr<float>()[i], r = ref.logits.ptr<float>()[s * V + i];
-      diff = std::isfinite(g) ? std::max(diff, double(std::abs(g - r))) : INFINITY;
-    }
-  }
-  return diff;
-}
 
 struct FixtureCase {
   const char* name;
@@ -60,20 +38,20 @@ const FixtureCase kFixtures[] = {{"qwen3moe-tiny", 1e-3}, {"deepseekv2-tiny", 1e
 }  // namespace
 
 TEST(MoeMlaModels, MatchTransformersWholePrefill) {
-  for (auto& f : kFixtures) EXPECT_LE(max_diff(f.name, 0), f.tol) << f.name;
+  for (auto& f : kFixtures) EXPECT_LE(max_logit_diff(f.name, 0), f.tol) << f.name;
 }
 
 TEST(MoeMlaModels, ChunkedPrefillMatches) {
-  for (auto& f : kFixtures) EXPECT_LE(max_diff(f.name, 3), f.tol) << f.name;
+  for (auto& f : kFixtures) EXPECT_LE(max_logit_diff(f.name, 3), f.tol) << f.name;
 }
 
 TEST(MoeMlaModels, DecodeTokenByTokenMatches) {
-  for (auto& f : kFixtures) EXPECT_LE(max_diff(f.name, 1), f.tol) << f.name;
+  for (auto& f : kFixtures) EXPECT_LE(max_logit_diff(f.name, 1), f.tol) << f.name;
 }
 
 TEST(MoeMlaModels, Bf16LatentCacheStaysClose) {
   // A bf16 cache rounds the latent; logits move by far less than their O(1) scale.
-  EXPECT_LE(max_diff("deepseekv3-tiny", 4, DType::BF16), 5e-2);
+  EXPECT_LE(max_logit_diff("deepseekv3-tiny", 4, DType::BF16), 5e-2);
 }
 
 TEST(MoeMlaModels, MlaCacheIsOneLatentPerToken) {

@@ -17,6 +17,7 @@
 #include "ops/registry.h"
 #include "runtime/single_sequence.h"
 
+#include "../common/fixture_parity.h"
 #include "../common/model_fixtures.h"
 
 using namespace portllm;
@@ -59,28 +60,6 @@ void register_fused_kernels() {
                    g_down_calls);
 }
 
-// Max |logit - reference| feeding the reference tokens `chunk` at a time (0: all at once).
-double max_diff(const std::string& name, int chunk) {
-  OpContext ctx(cpu());
-  ModelLoadOptions lo;
-  lo.path = fixture(name);
-  auto model = load_model(lo, ctx);
-  Reference ref = read_reference(lo.path);
-  const int64_t T = int64_t(ref.tokens.size()), V = ref.logits.size(1);
-  SingleSequence seq(*model, ctx, T, 16);
-  double diff = 0;
-  const int64_t step = chunk > 0 ? chunk : T;
-  for (int64_t s = 0; s < T; s += step) {
-    const int64_t n = std::min(step, T - s);
-    Tensor l = seq.feed(std::vector<int32_t>(ref.tokens.begin() + s, ref.tokens.begin() + s + n), true);
-    for (int64_t i = 0; i < n * V; ++i) {
-      const float g = l.ptr<float>()[i], r = ref.logits.ptr<float>()[s * V + i];
-      diff = std::isfinite(g) ? std::max(diff, double(std::abs(g - r))) : INFINITY;
-    }
-  }
-  return diff;
-}
-
 struct FixtureCase {
   const char* name;
   double tol;
@@ -96,7 +75,7 @@ TEST(MoeFusedPath, DecodeTokenByTokenMatchesTransformers) {
   register_fused_kernels();
   for (auto& f : kFixtures) {
     const int before = g_down_calls;
-    EXPECT_LE(max_diff(f.name, 1), f.tol) << f.name;
+    EXPECT_LE(max_logit_diff(f.name, 1), f.tol) << f.name;
     EXPECT_GT(g_down_calls - before, 0) << f.name << ": the fused path never ran";
   }
   EXPECT_EQ(g_gather_calls.load(), g_down_calls.load());
@@ -104,7 +83,7 @@ TEST(MoeFusedPath, DecodeTokenByTokenMatchesTransformers) {
 
 TEST(MoeFusedPath, SmallChunksMatchTransformers) {
   register_fused_kernels();
-  for (auto& f : kFixtures) EXPECT_LE(max_diff(f.name, 3), f.tol) << f.name;
+  for (auto& f : kFixtures) EXPECT_LE(max_logit_diff(f.name, 3), f.tol) << f.name;
   EXPECT_EQ(g_gather_calls.load(), g_down_calls.load());
 }
 
@@ -113,7 +92,7 @@ TEST(MoeFusedPath, LargerBatchesTakeTheOpSequence) {
   g_max_tokens = 0;
   // Chunks of 12 tokens are past the kernels' 4-token limit: the op layer falls back, and the
   // fused kernels only see the last, short chunk of the 40-token fixtures.
-  for (auto& f : kFixtures) EXPECT_LE(max_diff(f.name, 12), f.tol) << f.name;
+  for (auto& f : kFixtures) EXPECT_LE(max_logit_diff(f.name, 12), f.tol) << f.name;
   EXPECT_LE(g_max_tokens.load(), 4);
   EXPECT_EQ(g_gather_calls.load(), g_down_calls.load());
 }
