@@ -23,6 +23,7 @@ struct DeviceCaps {
   bool flash_attention = false;
   bool graphs = false;          // stream capture / graph replay usable by default
   bool cooperative_launch = false;
+  bool programmatic_launch = false;  // a kernel may start while its predecessor drains (NVIDIA sm_90+ PDL)
   bool aux_stream = false;      // an auxiliary stream exists for overlapping work
   bool avx2 = false;            // CPU: AVX2 + FMA + F16C
   int preferred_page_size = 16; // paged-attention block size this backend prefers

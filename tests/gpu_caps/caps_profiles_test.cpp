@@ -72,6 +72,7 @@ TEST(CapsProfiles, MusaGapsAreClosedOnEveryArch) {
     EXPECT_EQ(c.shared_mem_per_block_optin, kMusaMaxDynamicSmem) << arch;  // no opt-in above 48 KB
     EXPECT_LE(c.shared_mem_per_block, kMusaMaxDynamicSmem) << arch;
     EXPECT_FALSE(c.cooperative_launch) << arch;
+    EXPECT_FALSE(c.programmatic_launch) << arch;  // no PDL: ordinary launches, device calls no-ops
     EXPECT_FALSE(c.graphs) << arch;  // opt-in
     EXPECT_TRUE(gpu_caps_from_profile(GpuVendor::MTHREADS, arch, musa_props(arch), true).graphs) << arch;
     EXPECT_EQ(c.preferred_page_size, 64) << arch;
@@ -107,6 +108,9 @@ TEST(CapsProfiles, NvidiaThresholdsStayNvidias) {
   EXPECT_EQ(turing.shared_mem_per_block_optin, size_t(48 * 1024));
   EXPECT_FALSE(gpu_caps_from_profile(GpuVendor::NVIDIA, 86, t).fp8);
   EXPECT_TRUE(gpu_caps_from_profile(GpuVendor::NVIDIA, 89, t).fp8);
+  // Programmatic dependent launch (griddepcontrol) is Hopper's: on sm_90, not on sm_89.
+  EXPECT_TRUE(h.programmatic_launch);
+  EXPECT_FALSE(gpu_caps_from_profile(GpuVendor::NVIDIA, 89, t).programmatic_launch);
 }
 
 TEST(CapsProfiles, UnknownMusaArchIsAnError) {

@@ -28,6 +28,7 @@
 
 #include "backends/gpu/attention_common.cuh"
 #include "backends/gpu/gpu_kernels.h"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "ops/registry.h"
 #if !defined(PORTLLM_GPU_MUSA)
 #include "backends/gpu/mma_sm80.cuh"
@@ -171,6 +172,8 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   const int h0 = kh * p.group + rt * kRows;
   const int ng = min(kRows, p.group - rt * kRows);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  gpu_wait_for_predecessor();  // launched programmatically: the KV cache was just written
+  gpu_allow_successor();
   const int ctx = p.seq_lens[b], qrow = p.qsl[b];
   // Splits are a whole number of tiles, so every tile starts at a multiple of 16 keys: inside one
   // page whenever the page size is a multiple of 16 (one block-table entry per tile).
@@ -405,12 +408,12 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
 }
 
 template <class T, int D>
-void launch(const AttnParams& p, int B, gpuStream_t st) {
+void launch(const AttnParams& p, int B, Stream& s) {
   (void)gpuFuncSetAttribute(attn_decode_mma_kernel<T, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
                             int(kSmemBytes<D>));
   const int row_tiles = (p.group + kRows - 1) / kRows;
   const dim3 grid(unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits));
-  attn_decode_mma_kernel<T, D><<<grid, kThreads, kSmemBytes<D>, st>>>(p);
+  launch_programmatic(s, attn_decode_mma_kernel<T, D>, grid, dim3(kThreads), kSmemBytes<D>, p);
 }
 
 void attn_decode_mma(const AttentionArgs& a, Stream& s) {
@@ -435,9 +438,9 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   auto go = [&](auto tag) {
     using T = typename decltype(tag)::type;
     switch (p.Dk) {
-      case 64: launch<T, 64>(p, B, st); break;
-      case 128: launch<T, 128>(p, B, st); break;
-      default: launch<T, 256>(p, B, st); break;
+      case 64: launch<T, 64>(p, B, s); break;
+      case 128: launch<T, 128>(p, B, s); break;
+      default: launch<T, 256>(p, B, s); break;
     }
   };
   if (a.q.dtype == DType::BF16) go(Tag<gpu_bf16>{});

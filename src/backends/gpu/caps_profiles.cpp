@@ -51,6 +51,7 @@ DeviceCaps gpu_caps_from_profile(GpuVendor vendor, int arch, const GpuDeviceProp
     c.fp8 = arch >= 89;
     c.flash_attention = arch >= 80;
     c.graphs = true;
+    c.programmatic_launch = arch >= 90;  // griddepcontrol: Hopper and later
     c.preferred_page_size = 16;
     return c;
   }

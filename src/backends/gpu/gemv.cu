@@ -21,6 +21,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "backends/gpu/vec_io.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
@@ -59,9 +60,9 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
   for (int r = 0; r < kRows; ++r)  // clamp: rows past the end are not stored
     wr[r] = w + std::min<int64_t>(kGated ? n0 + r * N : n0 + r, w_rows - 1) * w_ld;
   constexpr int kStep = kWarpSize * 8;
-  // Warps past the last row skip the stream but still reach the block barrier below.
-  for (int64_t k0 = k_begin + int64_t(lane) * 8; n0 < N && k0 < k_end; k0 += int64_t(kStep) * kUnroll) {
-    uint4 wv[kUnroll][kRows];
+  constexpr int64_t kStride = int64_t(kStep) * kUnroll;
+  uint4 wv[kUnroll][kRows];
+  auto load_w = [&](int64_t k0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t k = k0 + int64_t(u) * kStep;
@@ -69,6 +70,8 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
       for (int r = 0; r < kRows; ++r)
         wv[u][r] = k < k_end ? *reinterpret_cast<const uint4*>(wr[r] + k) : make_uint4(0, 0, 0, 0);
     }
+  };
+  auto consume = [&](int64_t k0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t k = k0 + int64_t(u) * kStep;
@@ -86,6 +89,20 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
 #pragma unroll
           for (int i = 0; i < 8; ++i) acc[m][r] += xf[i] * wf[r][i];
       }
+    }
+  };
+  // Warps past the last row skip the stream but still reach the block barrier below. The first
+  // weight vectors are in flight before the wait: W is no earlier kernel's output, x is.
+  const int64_t k_first = k_begin + int64_t(lane) * 8;
+  const bool streams = n0 < N && k_first < k_end;
+  if (streams) load_w(k_first);
+  gpu_wait_for_predecessor();
+  gpu_allow_successor();
+  if (streams) {
+    consume(k_first);
+    for (int64_t k0 = k_first + kStride; k0 < k_end; k0 += kStride) {
+      load_w(k0);
+      consume(k0);
     }
   }
 #pragma unroll
@@ -163,10 +180,10 @@ void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
   const unsigned grid = unsigned((N + outs_per_block - 1) / outs_per_block);
   dispatch_float(out.dtype, [&](auto to) {
     using TO = typename decltype(to)::type;
-    gemv_kernel<T, TO, M, kGated><<<grid, kThreads, 0, native_stream(s)>>>(
-        out.ptr<TO>(), out.strides[0], static_cast<const T*>(x.data), x.strides[0], static_cast<const T*>(w.data),
-        w.strides[0], bias.defined() ? bias.data : nullptr, bias.defined() ? bias.dtype : DType::F32, int(x.size(0)),
-        N, K, split, k_slice);
+    launch_programmatic(s, gemv_kernel<T, TO, M, kGated>, dim3(grid), dim3(kThreads), 0, out.ptr<TO>(), out.strides[0],
+                        static_cast<const T*>(x.data), x.strides[0], static_cast<const T*>(w.data), w.strides[0],
+                        bias.defined() ? bias.data : nullptr, bias.defined() ? bias.dtype : DType::F32,
+                        int(x.size(0)), N, K, split, k_slice);
   });
 }
 

@@ -1,6 +1,7 @@
 #include "backends/gpu/gpu_device.h"
 
 #include <cstdlib>
+#include <string_view>
 
 #include "backends/gpu/caps_profiles.h"
 #include "backends/gpu/gpu_check.h"
@@ -64,6 +65,9 @@ GpuDevice::GpuDevice(int index) : index_(index) {
 #else
   caps_ = gpu_caps_from_profile(GpuVendor::NVIDIA, p.major * 10 + p.minor, props);
 #endif
+  // PORTLLM_PDL=0 turns programmatic dependent launch off (A/B measurements, or a driver that
+  // rejects it in graphs).
+  if (const char* v = std::getenv("PORTLLM_PDL"); v && std::string_view(v) == "0") caps_.programmatic_launch = false;
   PL_CHECK(caps_.warp_size == kWarpSize,
            "{} reports warp size {} but the GPU kernels were built for {}", caps_.name, caps_.warp_size, kWarpSize);
   alloc_ = std::make_shared<CachingAllocator>(index);

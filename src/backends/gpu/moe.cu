@@ -13,6 +13,7 @@
 #include "backends/gpu/block_scan.cuh"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
 
@@ -74,6 +75,8 @@ __global__ void route_kernel(RouteParams p) {
   extern __shared__ double route_smem[];
   const int E = p.E, G = p.G, lane = int(threadIdx.x);
   const int64_t t = blockIdx.x;
+  gpu_wait_for_predecessor();  // launched programmatically: the router logits are the previous GEMV's
+  gpu_allow_successor();
   double* score = route_smem;  // [E] unbiased scores
   double* sel = score + E;     // [E] selection scores (biased, group-masked)
   double* gsc = sel + E;       // [G] group scores
@@ -193,7 +196,7 @@ void route(const MoeRouteArgs& a, Stream& s) {
   p.scale = a.scale;
   const size_t smem = route_smem_bytes(E, G, a.top_k);
   if (smem > 48 * 1024) fail("moe_route: too many experts for one block's shared memory");
-  route_kernel<<<unsigned(T), kWarpSize, smem, st(s)>>>(p);
+  launch_programmatic(s, route_kernel, dim3(unsigned(T)), dim3(kWarpSize), smem, p);
   check_launch("moe_route");
 }
 

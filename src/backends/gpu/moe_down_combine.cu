@@ -44,6 +44,7 @@
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/grouped_gemm.h"
 #include "backends/gpu/moe_gemv_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "backends/gpu/vec_io.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
@@ -118,6 +119,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
   const int64_t t = blockIdx.x;
   const int k = p.k;
   const int64_t N = p.N, K = p.K;
+  gpu_wait_for_predecessor();  // launched programmatically: ids, weights and h are earlier outputs
+  gpu_allow_successor();
   if (tid < k) {
     ex_s[tid] = p.ids[t * p.id_s0 + tid * p.id_s1];
     wt_s[tid] = p.wts[t * p.wt_s0 + tid * p.wt_s1];
@@ -278,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
 }
 
 template <class TX, class TW>
-void launch_typed(const DownParams& p, int64_t T, gpuStream_t st) {
+void launch_typed(const DownParams& p, int64_t T, Stream& s) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
   constexpr int64_t ws = int64_t(sizeof(TW)), V = WVec<TW>::V;
   const bool vec = aligned16(p.w) && (p.w_ld * ws) % 16 == 0 && (p.w_es * ws) % 16 == 0 && p.K % V == 0 &&
@@ -286,8 +289,8 @@ void launch_typed(const DownParams& p, int64_t T, gpuStream_t st) {
   const int64_t slices = (p.N + kSliceOf<TW> - 1) / kSliceOf<TW>;
   if (T > 0x7fffffff || slices > 65535) fail("moe_down_combine: problem too large for the grid");
   const dim3 grid{unsigned(T), unsigned(slices)};
-  if (vec) down_combine_kernel<TX, TW, true><<<grid, kThreads, 0, st>>>(p);
-  else down_combine_kernel<TX, TW, false><<<grid, kThreads, 0, st>>>(p);
+  if (vec) launch_programmatic(s, down_combine_kernel<TX, TW, true>, grid, dim3(kThreads), 0, p);
+  else launch_programmatic(s, down_combine_kernel<TX, TW, false>, grid, dim3(kThreads), 0, p);
   check_launch("moe_down_combine");
 }
 
@@ -329,15 +332,14 @@ void down_combine(const MoeDownCombineArgs& a, Stream& s) {
   const int64_t xb = int64_t(dtype_size(a.gate_up.dtype));
   p.vec_x = aligned16(a.gate_up.data) && (p.gu_ld * xb) % 16 == 0 && (K * xb) % 16 == 0;
   if (K >= (int64_t(1) << 31) || N >= (int64_t(1) << 31)) fail("moe_down_combine: H and I must be below 2^31");
-  const gpuStream_t st = native_stream(s);
   // Weights: fp8, the activation dtype, or (f32 activations) any float dtype.
   dispatch_float(a.gate_up.dtype, [&](auto tx) {
     using TX = typename decltype(tx)::type;
-    if (a.w.dtype == DType::F8E4M3) return launch_typed<TX, uint8_t>(p, T, st);
-    if (a.w.dtype == a.gate_up.dtype) return launch_typed<TX, TX>(p, T, st);
+    if (a.w.dtype == DType::F8E4M3) return launch_typed<TX, uint8_t>(p, T, s);
+    if (a.w.dtype == a.gate_up.dtype) return launch_typed<TX, TX>(p, T, s);
     if constexpr (std::is_same_v<TX, float>) {
-      if (a.w.dtype == DType::BF16) return launch_typed<float, gpu_bf16>(p, T, st);
-      if (a.w.dtype == DType::F16) return launch_typed<float, gpu_half>(p, T, st);
+      if (a.w.dtype == DType::BF16) return launch_typed<float, gpu_bf16>(p, T, s);
+      if (a.w.dtype == DType::F16) return launch_typed<float, gpu_half>(p, T, s);
     }
     fail("moe_down_combine: weights must be fp8, f32 or the activation dtype");
   });

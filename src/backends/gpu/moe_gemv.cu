@@ -37,6 +37,7 @@
 #include "backends/gpu/grouped_gemm.h"
 #include "backends/gpu/grouped_tile.cuh"
 #include "backends/gpu/moe_gemv_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
 
@@ -143,6 +144,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kerne
   __shared__ int tile_slot[BM];               // gather mode: the tile's assignments
   __shared__ int64_t x_row[BM], out_row[BM];  // tile row m: x row and out row
 
+  gpu_wait_for_predecessor();  // launched programmatically: ids, offsets and x are earlier outputs
+  gpu_allow_successor();
   int e, rows;
   if (gr.ids) {
     const bool stage_ids = int64_t(p.num_experts) + gr.n <= kXFloats;
@@ -295,29 +298,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kerne
 }
 
 template <class TX, class TW, class TO, int BM>
-void launch_bm(const GroupedGemmParams& p, const GatherRows& gr, bool vec, gpuStream_t st) {
+void launch_bm(const GroupedGemmParams& p, const GatherRows& gr, bool vec, Stream& s) {
   const int64_t tiles = p.expert_offsets || gr.ids ? grouped_tile_bound(p.rows, p.num_experts, BM) : (p.rows + BM - 1) / BM;
   const int64_t slices = (p.N + kSliceOf<TW> - 1) / kSliceOf<TW>;
   if (tiles <= 0 || slices <= 0) return;
   if (tiles > 0x7fffffff || slices > 65535) fail("grouped gemv: problem too large for the grid");
   const dim3 grid{unsigned(tiles), unsigned(slices)};
-  if (vec) grouped_gemv_kernel<TX, TW, TO, BM, true><<<grid, kThreads, 0, st>>>(p, gr);
-  else grouped_gemv_kernel<TX, TW, TO, BM, false><<<grid, kThreads, 0, st>>>(p, gr);
+  if (vec) launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, true>, grid, dim3(kThreads), 0, p, gr);
+  else launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, false>, grid, dim3(kThreads), 0, p, gr);
   check_launch("grouped_gemv");
 }
 
 template <class TX, class TW, class TO>
-void launch_typed(const GroupedGemmParams& p, const GatherRows& gr, gpuStream_t st) {
+void launch_typed(const GroupedGemmParams& p, const GatherRows& gr, Stream& s) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
   constexpr int64_t ws = int64_t(sizeof(TW)), V = WVec<TW>::V;
   const bool vec = aligned16(p.w) && (p.w_ld * ws) % 16 == 0 && (p.w_es * ws) % 16 == 0 && p.K % V == 0 &&
                    (!kFp8 || p.block_k % 16 == 0);
   // Tile height: up to 8 rows (fp8: 4, to stay within the 80 registers of 3 blocks per SM; at
   // decode an expert rarely has more rows, and the extra tiles read W from L2).
-  if (p.rows <= 1) launch_bm<TX, TW, TO, 1>(p, gr, vec, st);
-  else if (p.rows <= 2) launch_bm<TX, TW, TO, 2>(p, gr, vec, st);
-  else if (kFp8 || p.rows <= 4) launch_bm<TX, TW, TO, 4>(p, gr, vec, st);
-  else if constexpr (!kFp8) launch_bm<TX, TW, TO, 8>(p, gr, vec, st);
+  if (p.rows <= 1) launch_bm<TX, TW, TO, 1>(p, gr, vec, s);
+  else if (p.rows <= 2) launch_bm<TX, TW, TO, 2>(p, gr, vec, s);
+  else if (kFp8 || p.rows <= 4) launch_bm<TX, TW, TO, 4>(p, gr, vec, s);
+  else if constexpr (!kFp8) launch_bm<TX, TW, TO, 8>(p, gr, vec, s);
 }
 
 void launch_gemv(const GroupedGemmParams& p, const GatherRows& gr, Stream& s) {
@@ -325,16 +328,15 @@ void launch_gemv(const GroupedGemmParams& p, const GatherRows& gr, Stream& s) {
   if (p.w_t == DType::F8E4M3 && (!p.scale || p.block_n <= 0 || p.block_k <= 0))
     fail("grouped gemv: fp8 weights need scales and positive block sizes");
   if (p.K >= (int64_t(1) << 31) || p.N >= (int64_t(1) << 31)) fail("grouped gemv: N and K must be below 2^31");
-  const gpuStream_t st = native_stream(s);
   dispatch_float(p.x_t, [&](auto tx) {
     using TX = typename decltype(tx)::type;
     dispatch_weight(p.w_t, [&](auto tw) {
       using TW = typename decltype(tw)::type;
       if (p.out_t == p.x_t) {
-        launch_typed<TX, TW, TX>(p, gr, st);
+        launch_typed<TX, TW, TX>(p, gr, s);
       } else if constexpr (std::is_same_v<TW, uint8_t> && !std::is_same_v<TX, float>) {
         if (p.out_t != DType::F32) fail("grouped gemv: output dtype must be the activation dtype or f32");
-        launch_typed<TX, TW, float>(p, gr, st);
+        launch_typed<TX, TW, float>(p, gr, s);
       } else {
         fail("grouped gemv: output dtype must be the activation dtype");
       }

@@ -10,6 +10,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "backends/gpu/vec_io.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
@@ -91,6 +92,8 @@ __global__ void __launch_bounds__(512) rms_norm_rows_kernel(TA* out, RowView ro,
     for (int k = 0; k < NVT; ++k)
       if ((k * G + lane) < nv) load_vec<TW, N>(w + (k * G + lane) * N, wv[k]);
   }
+  gpu_wait_for_predecessor();  // launched programmatically: x and the residual are earlier kernels' outputs
+  gpu_allow_successor();
   // The loop bound is uniform over the block, so every lane reaches the shuffles and barriers.
   for (uint32_t base = blockIdx.x * uint32_t(rpb); base < R; base += gridDim.x * uint32_t(rpb)) {
     const uint32_t r = base + uint32_t(sub);
@@ -159,6 +162,8 @@ template <class TA, class TW, bool kFused>
 __global__ void rms_norm_kernel(TA* out, Rows ro, const TA* x, Rows rx, TA* res, Rows rr, const TW* w, int64_t D,
                                 float eps, float offset) {
   __shared__ float red[32];
+  gpu_wait_for_predecessor();
+  gpu_allow_successor();
   const int64_t r = blockIdx.x;
   const TA* xr = x + rx.off(r);
   TA* orow = out + ro.off(r);
@@ -233,16 +238,17 @@ void rms_norm_launch(const Tensor& out, const Tensor& x, const Tensor& res, cons
       const NormPlan p = plan_norm(D / n);
       if (p.nvt == 0 || !same_n1 || R >= (int64_t(1) << 31) || n1 >= (int64_t(1) << 31)) {
         const Rows rr = kFused ? to_rows(res) : Rows{};
-        rms_norm_kernel<TA, TW, kFused><<<unsigned(R), 256, 0, st(s)>>>(o, to_rows(out), xp, to_rows(x), rp, rr, wp, D,
-                                                                         eps, off);
+        launch_programmatic(s, rms_norm_kernel<TA, TW, kFused>, dim3(unsigned(R)), dim3(256), 0, o, to_rows(out), xp,
+                            to_rows(x), rp, rr, wp, D, eps, off);
         return;
       }
       const int64_t rows_per_block = p.threads / p.group;
       const unsigned grid = wave_grid(s, (R + rows_per_block - 1) / rows_per_block, p.threads);
       auto go = [&](auto n_tag, auto nvt_tag) {
         constexpr int kN = decltype(n_tag)::value, kNvt = decltype(nvt_tag)::value;
-        rms_norm_rows_kernel<TA, TW, kFused, kN, kNvt><<<grid, unsigned(p.threads), 0, st(s)>>>(
-            o, view(dout), xp, view(dx), rp, view(dres), wp, uint32_t(n1), uint32_t(R), int(D), p.group, eps, off);
+        launch_programmatic(s, rms_norm_rows_kernel<TA, TW, kFused, kN, kNvt>, dim3(grid), dim3(unsigned(p.threads)), 0,
+                            o, view(dout), xp, view(dx), rp, view(dres), wp, uint32_t(n1), uint32_t(R), int(D), p.group,
+                            eps, off);
       };
       auto with_n = [&](auto n_tag) {
         switch (p.nvt) {

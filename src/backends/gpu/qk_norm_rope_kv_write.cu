@@ -14,6 +14,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "backends/gpu/vec_io.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
@@ -56,6 +57,8 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kv_write_kernel(PrepPar
   const uint32_t per_tok = p.hq + 2 * p.hk;
   const bool lane_in = lane * N < p.D;
   const int hn = p.half / N;  // lanes per rotary half (NeoX)
+  gpu_wait_for_predecessor();  // launched programmatically: q, k, v come from the qkv projection
+  gpu_allow_successor();
   // The loop bound is uniform over the block, so every lane reaches every shuffle.
   for (uint32_t base = blockIdx.x * uint32_t(rpb); base < p.rows; base += gridDim.x * uint32_t(rpb)) {
     const uint32_t r = base + uint32_t(sub);
@@ -212,7 +215,7 @@ void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream& s) {
       while (G * N < p.D) G *= 2;
       const int64_t rpb = kThreads / G;
       const unsigned grid = wave_grid(s, (int64_t(p.rows) + rpb - 1) / rpb, kThreads);
-      qk_norm_rope_kv_write_kernel<T_, TC><<<grid, kThreads, 0, native_stream(s)>>>(p, G);
+      launch_programmatic(s, qk_norm_rope_kv_write_kernel<T_, TC>, dim3(grid), dim3(kThreads), 0, p, G);
     });
   });
   check_launch("qk_norm_rope_kv_write");

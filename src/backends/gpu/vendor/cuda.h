@@ -132,3 +132,38 @@ using gpublasLtMatmulDescAttributes_t = cublasLtMatmulDescAttributes_t;
 #define gpu_f32_to_half __float2half_rn
 #define gpu_shfl_xor(v, m) __shfl_xor_sync(0xffffffffu, (v), (m))
 #define gpu_shfl(v, lane) __shfl_sync(0xffffffffu, (v), (lane))
+
+// Programmatic dependent launch (sm_90+; DeviceCaps::programmatic_launch). A kernel launched with
+// gpuLaunchProgrammatic may start while the kernel before it on the stream still runs: its blocks
+// do what depends on no earlier kernel (a GEMV's first weight loads), then gpu_wait_for_predecessor()
+// blocks until the predecessor has finished and its writes are visible. gpu_allow_successor() lets
+// the next programmatic launch start early. On devices without it both are no-ops and launches are
+// ordinary, which is also what the instructions mean when a kernel was launched the ordinary way.
+#define PORTLLM_GPU_PROGRAMMATIC_LAUNCH 1
+#if defined(__CUDACC__)
+__device__ __forceinline__ void gpu_wait_for_predecessor() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void gpu_allow_successor() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+template <class... P, class... A>
+inline gpuError_t gpuLaunchProgrammatic(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, gpuStream_t s,
+                                        A&&... args) {
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
+}
+#endif

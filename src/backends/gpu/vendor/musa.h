@@ -141,3 +141,9 @@ using gpucclResult_t = mcclResult_t;
 #define gpu_f32_to_half __float2half_rn
 #define gpu_shfl_xor(v, m) __shfl_xor_sync(0xffffffffu, (v), (m), PORTLLM_GPU_WARP_SIZE)
 #define gpu_shfl(v, lane) __shfl_sync(0xffffffffu, (v), (lane), PORTLLM_GPU_WARP_SIZE)
+
+// Programmatic dependent launch (see vendor/cuda.h) has no MUSA counterpart: launches stay ordered
+// the ordinary way and the device-side calls are no-ops.
+#define PORTLLM_GPU_PROGRAMMATIC_LAUNCH 0
+#define gpu_wait_for_predecessor() ((void)0)
+#define gpu_allow_successor() ((void)0)

@@ -1,0 +1,32 @@
+// Launching a kernel that overlaps the tail of the kernel before it (programmatic dependent launch).
+//
+// At batch-1 decode a step is ~10 short kernels per layer, and each one's launch, block ramp and
+// the previous kernel's tail leave the memory system idle for a few microseconds. A kernel launched
+// with launch_programmatic() may start while its predecessor drains: it issues what depends on no
+// earlier kernel (weights), then calls gpu_wait_for_predecessor() before touching anything an
+// earlier kernel writes or reads, and gpu_allow_successor() so the next one can start early in turn.
+// Only kernels that make that call may be launched this way: a kernel launched with the attribute
+// but without the wait would race its predecessor.
+//
+// Where the device has no such launch (MUSA, NVIDIA before sm_90, or PORTLLM_PDL=0), it is an
+// ordinary launch and the two device calls do nothing: one kernel source for every device.
+#pragma once
+#include <utility>
+
+#include "backends/gpu/gpu_runtime.h"
+#include "backends/gpu/vendor/vendor.h"
+
+namespace portllm::gpu {
+
+template <class... P, class... A>
+void launch_programmatic(Stream& s, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
+#if PORTLLM_GPU_PROGRAMMATIC_LAUNCH
+  if (caps_of(s).programmatic_launch) {
+    (void)gpuLaunchProgrammatic(kernel, grid, block, smem, native_stream(s), std::forward<A>(args)...);
+    return;
+  }
+#endif
+  kernel<<<grid, block, smem, native_stream(s)>>>(std::forward<A>(args)...);
+}
+
+}  // namespace portllm::gpu
