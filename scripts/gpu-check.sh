@@ -4,12 +4,13 @@
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe ops perf logits engine graphs bench throughput moe serve v2profile profile musa
+# STAGEs: smi probe ops perf logits engine graphs bench throughput moe serve v2profile profile timeline musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
 # narrows it the same way). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
 # DeepSeek-V2-Lite, bf16 and block-FP8, driven by `portllm bench serve`). `profile` runs Qwen3-8B with
-# PORTLLM_PROFILE_OPS=1 (per-kernel times); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
+# PORTLLM_PROFILE_OPS=1 (per-kernel times); `timeline` the kernels of one decode step with their
+# times (ncu; TL_SPECS="Model:input_len ..."); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
 set -u
@@ -280,6 +281,26 @@ if has profile; then
     row "profile $m bs1 (see profile-$m.log)" "rc=$?"
     sed -n '/== op profile/,/^$/p' "$OUT/profile-$m.log" | head -30
   done
+fi
+
+if has timeline; then
+  # Per-kernel GPU time of one batch-1 decode step, kernel by kernel (Nsight Compute, eager so each
+  # launch is one kernel; durations only, caches and clocks left alone). Against the TPOT with
+  # graphs, the step's sum says how much of a step is gaps between kernels. TL_SPECS="Model:input_len ...".
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  if [ -z "$NCU" ]; then
+    row "timeline" "ncu not found"
+  else
+    for spec in ${TL_SPECS:-Qwen3-8B:4096 Qwen3-30B-A3B:128}; do
+      m=${spec%%:*}; inl=${spec##*:}
+      timeout 400 "$NCU" --metrics gpu__time_duration.sum --cache-control none --clock-control none --csv \
+        "$PL" bench latency --device cuda --disable-cuda-graph --load-format dummy --model tests/data/configs/$m \
+        --batch-size 1 --input-len $inl --output-len 3 --num-iters 1 --num-iters-warmup 0 --max-model-len 8192 \
+        --kv-dtype bf16 >"$OUT/tl-$m.csv" 2>"$OUT/tl-$m.log"
+      row "timeline $m bs1 in$inl (tl-$m.csv)" "rc=$?"
+      python3 scripts/decode_step_kernels.py "$OUT/tl-$m.csv" || true
+    done
+  fi
 fi
 
 if has musa; then

@@ -14,6 +14,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/attention_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "backends/gpu/vec_io.cuh"
 #include "ops/op_args.h"
 #include "ops/registry.h"
@@ -33,6 +34,8 @@ template <class TK, class TC>
 __global__ void kv_write_kernel(const TK* k, int64_t ks0, int64_t ks1, const TK* v, int64_t vs0, int64_t vs1,
                                 TC* kc, int64_t kc0, int64_t kc1, int64_t kc2, TC* vc, int64_t vc0, int64_t vc1,
                                 int64_t vc2, const int32_t* slots, int page, int H, int Dk, int Dv) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int64_t t = blockIdx.x;
   const int32_t slot = slots[t];
   if (slot < 0) return;
@@ -56,6 +59,8 @@ __global__ void __launch_bounds__(256) kv_write_vec_kernel(const TK* k, int64_t 
                                                            int64_t kc2, TC* vc, int64_t vc0, int64_t vc1, int64_t vc2,
                                                            const int32_t* slots, int page, uint32_t dk_n, uint32_t dv_n,
                                                            uint32_t ik, uint32_t per_tok, uint32_t n) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const uint32_t t = i / per_tok, rem = i - t * per_tok;
     const int32_t slot = slots[t];
@@ -86,18 +91,19 @@ void kv_write(const KvWriteArgs& a, Stream& s) {
                        n > 0 && n < (int64_t(1) << 31);
       if (vec) {
         constexpr int kThreads = 256;
-        kv_write_vec_kernel<TK, TC, N><<<wave_grid(s, (n + kThreads - 1) / kThreads, kThreads), kThreads, 0, native_stream(s)>>>(
-            a.k.ptr<TK>(), a.k.strides[0], a.k.strides[1], a.v.ptr<TK>(), a.v.strides[0], a.v.strides[1],
-            a.k_cache.ptr<TC>(), a.k_cache.strides[0], a.k_cache.strides[1], a.k_cache.strides[2],
-            a.v_cache.ptr<TC>(), a.v_cache.strides[0], a.v_cache.strides[1], a.v_cache.strides[2],
-            a.slot_mapping.ptr<int32_t>(), int(a.k_cache.size(1)), uint32_t(Dk / N), uint32_t(Dv / N), uint32_t(ik),
-            uint32_t(per_tok), uint32_t(n));
+        launch_programmatic(s, kv_write_vec_kernel<TK, TC, N>,
+                            dim3(wave_grid(s, (n + kThreads - 1) / kThreads, kThreads)), dim3(kThreads), 0,
+                            a.k.ptr<TK>(), a.k.strides[0], a.k.strides[1], a.v.ptr<TK>(), a.v.strides[0], a.v.strides[1],
+                            a.k_cache.ptr<TC>(), a.k_cache.strides[0], a.k_cache.strides[1], a.k_cache.strides[2],
+                            a.v_cache.ptr<TC>(), a.v_cache.strides[0], a.v_cache.strides[1], a.v_cache.strides[2],
+                            a.slot_mapping.ptr<int32_t>(), int(a.k_cache.size(1)), uint32_t(Dk / N), uint32_t(Dv / N),
+                            uint32_t(ik), uint32_t(per_tok), uint32_t(n));
       } else {
-        kv_write_kernel<TK, TC><<<unsigned(T), 256, 0, native_stream(s)>>>(
-            a.k.ptr<TK>(), a.k.strides[0], a.k.strides[1], a.v.ptr<TK>(), a.v.strides[0], a.v.strides[1],
-            a.k_cache.ptr<TC>(), a.k_cache.strides[0], a.k_cache.strides[1], a.k_cache.strides[2],
-            a.v_cache.ptr<TC>(), a.v_cache.strides[0], a.v_cache.strides[1], a.v_cache.strides[2],
-            a.slot_mapping.ptr<int32_t>(), int(a.k_cache.size(1)), int(H), int(Dk), int(Dv));
+        launch_programmatic(s, kv_write_kernel<TK, TC>, dim3(unsigned(T)), dim3(256), 0, a.k.ptr<TK>(), a.k.strides[0],
+                            a.k.strides[1], a.v.ptr<TK>(), a.v.strides[0], a.v.strides[1], a.k_cache.ptr<TC>(),
+                            a.k_cache.strides[0], a.k_cache.strides[1], a.k_cache.strides[2], a.v_cache.ptr<TC>(),
+                            a.v_cache.strides[0], a.v_cache.strides[1], a.v_cache.strides[2],
+                            a.slot_mapping.ptr<int32_t>(), int(a.k_cache.size(1)), int(H), int(Dk), int(Dv));
       }
     });
   });

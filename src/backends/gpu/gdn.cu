@@ -33,6 +33,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "ops/op_args_hybrid.h"
 #include "ops/registry.h"
 
@@ -84,6 +85,8 @@ struct ConvParams {
 
 template <class TA>
 __global__ void __launch_bounds__(kConvThreads) conv_kernel(ConvParams p) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int c = blockIdx.x * kConvThreads + threadIdx.x;
   const int b = blockIdx.z;
   const int q0 = p.qsl[b], n = p.qsl[b + 1] - q0;
@@ -137,6 +140,8 @@ __global__ void __launch_bounds__(kConvThreads) conv_kernel(ConvParams p) {
 // row n + j > j, which it has not overwritten yet.
 template <class TA>
 __global__ void conv_state_kernel(ConvParams p) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   const int b = blockIdx.y;
   const int slot = p.slots[b];
@@ -191,8 +196,8 @@ void causal_conv1d(const CausalConv1dArgs& a, Stream& s) {
   const unsigned chunks = unsigned((max_q + kConvChunk - 1) / kConvChunk);
   dispatch_float(a.x.dtype, [&](auto ta) {
     using TA = typename decltype(ta)::type;
-    conv_kernel<TA><<<dim3(cblocks, chunks, unsigned(B)), kConvThreads, 0, native_stream(s)>>>(p);
-    if (p.K > 1) conv_state_kernel<TA><<<dim3(cblocks, unsigned(B)), kConvThreads, 0, native_stream(s)>>>(p);
+    launch_programmatic(s, conv_kernel<TA>, dim3(cblocks, chunks, unsigned(B)), dim3(kConvThreads), 0, p);
+    if (p.K > 1) launch_programmatic(s, conv_state_kernel<TA>, dim3(cblocks, unsigned(B)), dim3(kConvThreads), 0, p);
   });
   check_launch("causal_conv1d");
 }
@@ -239,6 +244,8 @@ __device__ __forceinline__ float rowgroup_sum(float v) {
 
 template <class TA>
 __global__ void __launch_bounds__(kRuleThreads) rule_kernel(RuleParams p) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int h = blockIdx.y, b = blockIdx.z;
   const int rg = threadIdx.x % kRowGroups, cl = threadIdx.x / kRowGroups;
   const int col = blockIdx.x * kRuleCols + cl;
@@ -424,7 +431,7 @@ void gated_delta_rule(const GatedDeltaRuleArgs& a, Stream& s) {
   const unsigned col_blocks = unsigned((p.Dv + kRuleCols - 1) / kRuleCols);
   dispatch_float(a.q.dtype, [&](auto ta) {
     using TA = typename decltype(ta)::type;
-    rule_kernel<TA><<<dim3(col_blocks, unsigned(Hv), unsigned(B)), kRuleThreads, 0, native_stream(s)>>>(p);
+    launch_programmatic(s, rule_kernel<TA>, dim3(col_blocks, unsigned(Hv), unsigned(B)), dim3(kRuleThreads), 0, p);
   });
   check_launch("gated_delta_rule");
 }
@@ -438,6 +445,8 @@ bool rule_supports(const OpDesc& d, const DeviceCaps&) {
 template <class TA, class TW>
 __global__ void gated_rms_norm_kernel(TA* out, Rows ro, const TA* x, Rows rx, const TA* z, Rows rz, const TW* w,
                                       int64_t D, float eps, float offset) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   __shared__ float red[32];
   const int64_t r = blockIdx.x;
   const TA* xr = x + rx.off(r);
@@ -471,9 +480,9 @@ void gated_rms_norm(const GatedRmsNormArgs& a, Stream& s) {
     dispatch_float(a.weight.dtype, [&](auto tw) {
       using TA = typename decltype(ta)::type;
       using TW = typename decltype(tw)::type;
-      gated_rms_norm_kernel<TA, TW><<<unsigned(R), threads, 0, native_stream(s)>>>(
-          a.out.ptr<TA>(), rows(a.out), a.x.ptr<TA>(), rows(a.x), a.z.ptr<TA>(), rows(a.z), a.weight.ptr<TW>(), D,
-          a.eps, a.weight_offset);
+      launch_programmatic(s, gated_rms_norm_kernel<TA, TW>, dim3(unsigned(R)), dim3(threads), 0, a.out.ptr<TA>(),
+                          rows(a.out), a.x.ptr<TA>(), rows(a.x), a.z.ptr<TA>(), rows(a.z), a.weight.ptr<TW>(), D, a.eps,
+                          a.weight_offset);
     });
   });
   check_launch("gated_rms_norm");
@@ -483,6 +492,8 @@ void gated_rms_norm(const GatedRmsNormArgs& a, Stream& s) {
 template <class TA>
 __global__ void sigmoid_mul_kernel(TA* out, Rows ro, const TA* x, Rows rx, const TA* g, Rows rg, int64_t D,
                                    bool per_row) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int64_t r = blockIdx.x;
   const TA* xr = x + rx.off(r);
   const TA* gr = g + rg.off(r);
@@ -501,9 +512,8 @@ void sigmoid_mul(const SigmoidMulArgs& a, Stream& s) {
   const int threads = D <= 64 ? 64 : D <= 256 ? 128 : 256;
   dispatch_float(a.x.dtype, [&](auto ta) {
     using TA = typename decltype(ta)::type;
-    sigmoid_mul_kernel<TA><<<unsigned(R), threads, 0, native_stream(s)>>>(a.out.ptr<TA>(), rows(a.out), a.x.ptr<TA>(),
-                                                                          rows(a.x), a.gate.ptr<TA>(), rows(a.gate), D,
-                                                                          per_row);
+    launch_programmatic(s, sigmoid_mul_kernel<TA>, dim3(unsigned(R)), dim3(threads), 0, a.out.ptr<TA>(), rows(a.out),
+                        a.x.ptr<TA>(), rows(a.x), a.gate.ptr<TA>(), rows(a.gate), D, per_row);
   });
   check_launch("sigmoid_mul");
 }

@@ -164,7 +164,19 @@ int choose_split(int64_t N, int64_t K, int compute_units) {
     return v == 1 || v == 2 || v == 4 || v == 8 ? std::min(v, kWarps) : 0;
   }();
   if (forced) return forced;
-  if (kWarps < 2 || K < 4096) return 1;
+  if (kWarps < 2) return 1;
+  // Few rows (a MoE router: 64-256 x 2048; Qwen3.5's shared-expert gate: 1 row): at split 1 the
+  // grid is a handful of blocks, each warp walking its rows' whole K with a load round trip per
+  // step. Splitting K over up to all of a block's warps puts the whole stream in flight at once,
+  // as long as a slice keeps at least one vector per lane and the grid stays within one wave.
+  const int64_t blocks1 = (N + int64_t(kRows) * kWarps - 1) / (int64_t(kRows) * kWarps);
+  if (blocks1 * 4 <= compute_units) {
+    int split = 1;
+    for (int s = 2; s <= kWarps; s *= 2)
+      if (K / s >= int64_t(kWarpSize) * 8 && blocks1 * s <= compute_units) split = s;
+    return split;
+  }
+  if (K < 4096) return 1;
   const int64_t rows_per_block = int64_t(kRows) * (kWarps / 2);
   const int64_t blocks = (N + rows_per_block - 1) / rows_per_block, wave = 5 * int64_t(compute_units);
   return blocks <= wave || blocks >= 4 * wave ? 2 : 1;
@@ -182,8 +194,8 @@ void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
     using TO = typename decltype(to)::type;
     launch_programmatic(s, gemv_kernel<T, TO, M, kGated>, dim3(grid), dim3(kThreads), 0, out.ptr<TO>(), out.strides[0],
                         static_cast<const T*>(x.data), x.strides[0], static_cast<const T*>(w.data), w.strides[0],
-                        bias.defined() ? bias.data : nullptr, bias.defined() ? bias.dtype : DType::F32,
-                        int(x.size(0)), N, K, split, k_slice);
+                        bias.defined() ? bias.data : nullptr, bias.defined() ? bias.dtype : DType::F32, int(x.size(0)),
+                        N, K, split, k_slice);
   });
 }
 

@@ -166,6 +166,90 @@ __global__ void route_kernel(RouteParams p) {
   }
 }
 
+// Ungrouped routing (G = 1, the Qwen3-MoE / DeepSeek-V2 case) with each lane's scores in
+// registers: lane l holds experts l + kWarpSize i, i < NE. The same double math and the same
+// selection order as route_kernel (ties: lower id), but the k rounds of the top-k are a register
+// scan and a warp argmax each, with no shared memory and no barriers: route_kernel's k rounds of
+// two block barriers and a shared-memory pass made a batch-1 routing several microseconds, on the
+// path between the router GEMV and the expert GEMMs of every MoE layer. Lane j ends holding
+// choice j (so k <= kWarpSize), and the weight sum is accumulated in choice order, as before.
+template <int NE>
+__global__ void route_flat_kernel(RouteParams p) {
+  const int E = p.E, lane = int(threadIdx.x);
+  const int64_t t = blockIdx.x;
+  gpu_wait_for_predecessor();  // launched programmatically: the router logits are the previous GEMV's
+  gpu_allow_successor();
+  const float* lrow = p.logits + t * p.l_s0;
+  double sc[NE], sel[NE];
+  unsigned taken = 0;  // bit i: expert lane + kWarpSize i chosen (or absent)
+#pragma unroll
+  for (int i = 0; i < NE; ++i) {
+    const int e = lane + kWarpSize * i;
+    sc[i] = e < E ? double(lrow[e * p.l_s1]) : 0.0;
+    if (e >= E) taken |= 1u << i;
+  }
+  if (p.sigmoid) {
+#pragma unroll
+    for (int i = 0; i < NE; ++i) sc[i] = 1.0 / (1.0 + exp(-sc[i]));
+  } else {
+    double m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < NE; ++i)
+      if (!(taken >> i & 1u)) m = fmax(m, sc[i]);
+    m = warp_max_d(m);
+    double sum = 0;
+#pragma unroll
+    for (int i = 0; i < NE; ++i) {
+      sc[i] = (taken >> i & 1u) ? 0.0 : exp(sc[i] - m);
+      sum += sc[i];
+    }
+    sum = warp_sum_d(sum);
+#pragma unroll
+    for (int i = 0; i < NE; ++i) sc[i] /= sum;
+  }
+#pragma unroll
+  for (int i = 0; i < NE; ++i) {
+    const int e = lane + kWarpSize * i;
+    sel[i] = sc[i] + (p.bias && e < E ? double(p.bias[e * p.b_s0]) : 0.0);
+  }
+  int my_id = -1;
+  double my_score = 0, sum = 0;
+  for (int j = 0; j < p.k; ++j) {
+    double bv = 0;
+    int bi = -1;
+#pragma unroll
+    for (int i = 0; i < NE; ++i)
+      if (!(taken >> i & 1u)) arg_better(sel[i], lane + kWarpSize * i, bv, bi);
+    warp_argmax(bv, bi);  // bi >= 0: k <= E
+    const int owner = bi % kWarpSize, slot = bi / kWarpSize;
+    double mine = 0;
+#pragma unroll
+    for (int i = 0; i < NE; ++i)
+      if (i == slot) mine = sc[i];
+    if (lane == owner) taken |= 1u << slot;
+    const double score = gpu_shfl(mine, owner);
+    sum += score;
+    if (lane == j) {
+      my_id = bi;
+      my_score = score;
+    }
+  }
+  if (lane < p.k) {
+    double w = my_score;
+    if (p.renorm) w /= sum;
+    p.ids[t * p.ids_s0 + lane * p.ids_s1] = my_id;
+    p.wts[t * p.w_s0 + lane * p.w_s1] = float(w * double(p.scale));
+  }
+}
+
+// Scores per lane of route_flat_kernel for E experts: 0 when it does not take them.
+int flat_slots(int64_t E, int64_t G, int64_t k) {
+  if (G > 1 || k > kWarpSize) return 0;
+  for (int ne : {1, 2, 4, 8, 16})
+    if (E <= int64_t(ne) * kWarpSize) return ne;
+  return 0;
+}
+
 void route(const MoeRouteArgs& a, Stream& s) {
   const int64_t T = a.logits.size(0), E = a.logits.size(1);
   if (T == 0) return;
@@ -194,16 +278,26 @@ void route(const MoeRouteArgs& a, Stream& s) {
   p.sigmoid = a.scoring == MoeScoring::Sigmoid;
   p.top2 = a.group_score == MoeGroupScore::Top2Sum;
   p.scale = a.scale;
-  const size_t smem = route_smem_bytes(E, G, a.top_k);
-  if (smem > 48 * 1024) fail("moe_route: too many experts for one block's shared memory");
-  launch_programmatic(s, route_kernel, dim3(unsigned(T)), dim3(kWarpSize), smem, p);
+  const dim3 grid{unsigned(T)}, block{unsigned(kWarpSize)};
+  switch (flat_slots(E, G, a.top_k)) {
+    case 1: launch_programmatic(s, route_flat_kernel<1>, grid, block, 0, p); break;
+    case 2: launch_programmatic(s, route_flat_kernel<2>, grid, block, 0, p); break;
+    case 4: launch_programmatic(s, route_flat_kernel<4>, grid, block, 0, p); break;
+    case 8: launch_programmatic(s, route_flat_kernel<8>, grid, block, 0, p); break;
+    case 16: launch_programmatic(s, route_flat_kernel<16>, grid, block, 0, p); break;
+    default: {
+      const size_t smem = route_smem_bytes(E, G, a.top_k);
+      if (smem > 48 * 1024) fail("moe_route: too many experts for one block's shared memory");
+      launch_programmatic(s, route_kernel, grid, block, smem, p);
+    }
+  }
   check_launch("moe_route");
 }
 
 bool route_supports(const OpDesc& d, const DeviceCaps&) {
   const int64_t E = d.dim[0], k = d.dim[1], G = d.dim[2] > 1 ? d.dim[2] : 1;
   return d.dtype[0] == DType::F32 && d.dtype[1] == DType::F32 && E >= 1 && k >= 1 && k <= E && E % G == 0 &&
-         route_smem_bytes(E, G, k) <= 48 * 1024;
+         (flat_slots(E, G, k) > 0 || route_smem_bytes(E, G, k) <= 48 * 1024);
 }
 
 // ---------------------------------------------------------------- permutation

@@ -39,6 +39,8 @@ unsigned grid_for(int64_t n, int threads) { return unsigned(std::min<int64_t>((n
 template <class TT, class TO>
 __global__ void embed_kernel(TO* out, int64_t out_ld, const TT* table, int64_t table_ld, const int32_t* ids,
                              int64_t V, int64_t H) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int64_t t = blockIdx.x;
   const int32_t id = ids[t];
   const bool ok = id >= 0 && id < V;
@@ -53,8 +55,8 @@ void embed(const EmbedArgs& a, Stream& s) {
     dispatch_float(a.out.dtype, [&](auto to) {
       using TT = typename decltype(tt)::type;
       using TO = typename decltype(to)::type;
-      embed_kernel<TT, TO><<<unsigned(T), 256, 0, st(s)>>>(a.out.ptr<TO>(), a.out.strides[0], a.table.ptr<TT>(),
-                                                           a.table.strides[0], a.ids.ptr<int32_t>(), a.table.size(0), H);
+      launch_programmatic(s, embed_kernel<TT, TO>, dim3(unsigned(T)), dim3(256), 0, a.out.ptr<TO>(), a.out.strides[0],
+                          a.table.ptr<TT>(), a.table.strides[0], a.ids.ptr<int32_t>(), a.table.size(0), H);
     });
   });
   check_launch("embed");
@@ -279,6 +281,8 @@ template <class T, bool kInter>
 __global__ void __launch_bounds__(256) rope_vec_kernel(T* q, int64_t qs0, int64_t qs1, uint32_t hq, T* k, int64_t ks0,
                                                        int64_t ks1, const int32_t* pos, const float* cs, int64_t cs_ld,
                                                        int half, uint32_t per_head, uint32_t per_tok, uint32_t n) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   constexpr int N = kVec16<T>;
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const uint32_t t = i / per_tok, rem = i - t * per_tok, h = rem / per_head, i0 = (rem - h * per_head) * N;
@@ -317,6 +321,8 @@ __global__ void __launch_bounds__(256) rope_vec_kernel(T* q, int64_t qs0, int64_
 template <class T>
 __global__ void rope_kernel(T* q, int64_t qs0, int64_t qs1, int hq, T* k, int64_t ks0, int64_t ks1, int hk,
                             const int32_t* pos, const float* cs, int64_t cs_ld, int half, bool inter) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int64_t t = blockIdx.x;
   const float* row = cs + int64_t(pos[t]) * cs_ld;
   const int total = (hq + hk) * half;
@@ -352,16 +358,17 @@ void rope(const RopeArgs& a, Stream& s) {
       constexpr int kThreads = 256;
       const unsigned grid = wave_grid(s, (n + kThreads - 1) / kThreads, kThreads);
       auto go = [&](auto inter) {
-        rope_vec_kernel<T, decltype(inter)::value><<<grid, kThreads, 0, st(s)>>>(
-            a.q.ptr<T>(), a.q.strides[0], a.q.strides[1], uint32_t(hq), kp, ks0, ks1, a.positions.ptr<int32_t>(),
-            cs.ptr<float>(), cs.strides[0], half, uint32_t(per_head), uint32_t((hq + hk) * per_head), uint32_t(n));
+        launch_programmatic(s, rope_vec_kernel<T, decltype(inter)::value>, dim3(grid), dim3(kThreads), 0, a.q.ptr<T>(),
+                            a.q.strides[0], a.q.strides[1], uint32_t(hq), kp, ks0, ks1, a.positions.ptr<int32_t>(),
+                            cs.ptr<float>(), cs.strides[0], half, uint32_t(per_head), uint32_t((hq + hk) * per_head),
+                            uint32_t(n));
       };
       if (a.interleaved) go(std::true_type{});
       else go(std::false_type{});
     } else {
-      rope_kernel<T><<<unsigned(ntok), 128, 0, st(s)>>>(a.q.ptr<T>(), a.q.strides[0], a.q.strides[1], int(hq), kp, ks0,
-                                                        ks1, int(hk), a.positions.ptr<int32_t>(), cs.ptr<float>(),
-                                                        cs.strides[0], half, a.interleaved);
+      launch_programmatic(s, rope_kernel<T>, dim3(unsigned(ntok)), dim3(128), 0, a.q.ptr<T>(), a.q.strides[0],
+                          a.q.strides[1], int(hq), kp, ks0, ks1, int(hk), a.positions.ptr<int32_t>(), cs.ptr<float>(),
+                          cs.strides[0], half, a.interleaved);
     }
   });
   check_launch("rope");
@@ -378,6 +385,8 @@ __device__ __forceinline__ float binop(float x, float y) {
 template <class T, bool kSilu, int N, int U>
 __global__ void __launch_bounds__(256) binary_kernel(T* out, int64_t ld_o, const T* a, int64_t ld_a, const T* b,
                                                      int64_t ld_b, int64_t R, int64_t CV) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= CV) return;
   const int64_t col = c * N, step = gridDim.y;
@@ -419,8 +428,8 @@ void binary(const Tensor& out, const Tensor& a, const Tensor& b, Stream& s) {
     const int64_t by = std::clamp<int64_t>(std::min<int64_t>((R + kU - 1) / kU, wave / bx), 1, 65535);
     const dim3 grid{unsigned(bx), unsigned(by)};
     auto go = [&](auto n_tag) {
-      binary_kernel<T, kSilu, decltype(n_tag)::value, kU><<<grid, kThreads, 0, st(s)>>>(
-          out.ptr<T>(), out.strides[0], a.ptr<T>(), a.strides[0], b.ptr<T>(), b.strides[0], R, CV);
+      launch_programmatic(s, binary_kernel<T, kSilu, decltype(n_tag)::value, kU>, dim3(grid), dim3(kThreads), 0,
+                          out.ptr<T>(), out.strides[0], a.ptr<T>(), a.strides[0], b.ptr<T>(), b.strides[0], R, CV);
     };
     if (vec) go(std::integral_constant<int, V>{});
     else go(std::integral_constant<int, 1>{});
@@ -434,6 +443,8 @@ void add(const AddArgs& a, Stream& s) { binary<false>(a.out, a.a, a.b, s); }
 // ---- argmax / softmax: one block per row ----
 template <class T>
 __global__ void argmax_kernel(int32_t* out, int64_t out_ld, const T* x, int64_t x_ld, int64_t N) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   __shared__ float sv[1024];
   __shared__ int64_t si[1024];
   const T* row = x + int64_t(blockIdx.x) * x_ld;
@@ -465,8 +476,8 @@ void argmax(const ArgmaxArgs& a, Stream& s) {
   if (R == 0) return;
   dispatch_float(a.x.dtype, [&](auto tt) {
     using T = typename decltype(tt)::type;
-    argmax_kernel<T><<<unsigned(R), 1024, 0, st(s)>>>(a.out.ptr<int32_t>(), a.out.strides[0], a.x.ptr<T>(),
-                                                     a.x.strides[0], a.x.size(1));
+    launch_programmatic(s, argmax_kernel<T>, dim3(unsigned(R)), dim3(1024), 0, a.out.ptr<int32_t>(), a.out.strides[0],
+                        a.x.ptr<T>(), a.x.strides[0], a.x.size(1));
   });
   check_launch("argmax");
 }

@@ -26,6 +26,7 @@
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
+#include "backends/gpu/programmatic_launch.cuh"
 #include "ops/op_args_sample.h"
 #include "ops/registry.h"
 #include "ops/sample_math.h"
@@ -255,6 +256,8 @@ __device__ Cut select_cut(const RowCtx& rc, In in, u64 T, Shared& sm) {
 __global__ void __launch_bounds__(kThreads)
 sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V, const int32_t* params, int64_t p_ld,
               const int32_t* adj_off, const int32_t* adj, int64_t adj_ld, double fx_scale) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
   __shared__ Shared sm;
   const int tid = threadIdx.x, lane = tid % kWarpSize, warp = tid / kWarpSize;
   const int64_t r = blockIdx.x;
@@ -395,9 +398,9 @@ void sample(const SampleArgs& a, Stream& s) {
   const double fx_scale = std::ldexp(1.0, 62 - bits);  // V * 2^s <= 2^62
   const int32_t* off = a.adj_offsets.defined() && a.adj.defined() ? a.adj_offsets.ptr<int32_t>() : nullptr;
   const int32_t* adj = off ? a.adj.ptr<int32_t>() : nullptr;
-  sample_kernel<<<unsigned(B), kThreads, 0, native_stream(s)>>>(
-      a.out.ptr<int32_t>(), a.out.strides[0], a.logits.ptr<float>(), a.logits.strides[0], V, a.params.ptr<int32_t>(),
-      a.params.strides[0], off, adj, adj ? a.adj.strides[0] : 0, fx_scale);
+  launch_programmatic(s, sample_kernel, dim3(unsigned(B)), dim3(kThreads), 0, a.out.ptr<int32_t>(), a.out.strides[0],
+                      a.logits.ptr<float>(), a.logits.strides[0], V, a.params.ptr<int32_t>(), a.params.strides[0], off,
+                      adj, adj ? a.adj.strides[0] : 0, fx_scale);
   check_launch("sample");
 }
 
