@@ -172,8 +172,8 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   const int h0 = kh * p.group + rt * kRows;
   const int ng = min(kRows, p.group - rt * kRows);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  gpu_wait_for_predecessor();  // launched programmatically: the KV cache was just written
-  gpu_allow_successor();
+  // The step's metadata (lengths, block tables) is uploaded before the step, never written by a
+  // kernel of it: read before the wait, while the previous kernel drains (programmatic_launch.cuh).
   const int ctx = p.seq_lens[b], qrow = p.qsl[b];
   // Splits are a whole number of tiles, so every tile starts at a multiple of 16 keys: inside one
   // page whenever the page size is a multiple of 16 (one block-table entry per tile).
@@ -201,6 +201,8 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
     return p.block_tables[int64_t(b) * p.bt_s0 + (start + (warp + j * kWarps) * kKeys) / p.page];
   };
   int bt_batch = 0, bt_cur = bt_entry(lane), bt_next = bt_entry(32 + lane);
+  gpu_wait_for_predecessor();  // launched programmatically: q and the KV cache were just written
+  gpu_allow_successor();
 
   // Starts the copy of local tile j into buffer buf; rows past the split are zero-filled (their
   // scores are masked, and zero V rows keep P V finite). Called with j = 0, 1, 2, ... in order.

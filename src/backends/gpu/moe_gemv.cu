@@ -55,7 +55,9 @@ constexpr int kWarps = kThreads / kWarpSize;
 // DeepSeek-V3's 18432 x 7168 fp8 GEMV at M = 1 in 75 us on the H200, 4 rows at 2 blocks in 86 us.
 // bf16 keeps 4 rows (x reads shared by 4; 9.5 vs 11.1 us for Qwen3-30B-A3B's down projection).
 template <class TW> constexpr int kRowsOf = std::is_same_v<TW, uint8_t> ? 2 : 4;
-template <class TW> constexpr int kMinBlocksOf = std::is_same_v<TW, uint8_t> ? 3 : 2;
+// Tiles of at most 2 rows fit 3 blocks per SM too (80 registers; 92 unbounded at 1 row): Qwen3-30B-A3B's
+// batch-1 gate_up is 8 experts x 48 slices = 384 blocks, 1.45 waves at 2 per SM, one wave at 3.
+template <class TW, int BM> constexpr int kMinBlocksOf = std::is_same_v<TW, uint8_t> || BM <= 2 ? 3 : 2;
 template <class TW> constexpr int kSliceOf = kWarps * kRowsOf<TW>;  // output columns per block
 constexpr int kXFloats = 8192;           // the staged x chunk: 32 KB (fits MUSA's 48 KB too)
 // MOE_GEMM takes this kernel while rows per expert are few: R <= 64 rows, or on average at most 2
@@ -122,7 +124,7 @@ __device__ bool gather_tile(const GatherRows& g, int E, bool stage_ids, int* scr
 }
 
 template <class TX, class TW, class TO, int BM, bool kVec>
-__global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) grouped_gemv_kernel(GroupedGemmParams p, GatherRows gr) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_kernel(GroupedGemmParams p, GatherRows gr) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
   constexpr int kRowsW = kRowsOf<TW>, kSlice = kSliceOf<TW>;
   constexpr int V = kVec ? WVec<TW>::V : 1;  // weights per load
@@ -316,10 +318,15 @@ void launch_typed(const GroupedGemmParams& p, const GatherRows& gr, Stream& s) {
   const bool vec = aligned16(p.w) && (p.w_ld * ws) % 16 == 0 && (p.w_es * ws) % 16 == 0 && p.K % V == 0 &&
                    (!kFp8 || p.block_k % 16 == 0);
   // Tile height: up to 8 rows (fp8: 4, to stay within the 80 registers of 3 blocks per SM; at
-  // decode an expert rarely has more rows, and the extra tiles read W from L2).
-  if (p.rows <= 1) launch_bm<TX, TW, TO, 1>(p, gr, vec, s);
-  else if (p.rows <= 2) launch_bm<TX, TW, TO, 2>(p, gr, vec, s);
-  else if (kFp8 || p.rows <= 4) launch_bm<TX, TW, TO, 4>(p, gr, vec, s);
+  // decode an expert rarely has more rows, and the extra tiles read W from L2). In gather mode an
+  // expert gets at most one row per token (a router picks k distinct experts), so T tokens need
+  // tiles of T rows: at batch 1 the 1-row tile, whose few registers keep Qwen3-30B-A3B's 384
+  // gate_up blocks in one wave (the 8-row tile's registers allowed 2 blocks per SM: 1.45 waves).
+  // An expert with more rows than that (ids that repeat within a token) just gets more tiles.
+  const int64_t rows = gr.ids ? std::min<int64_t>(p.rows, gr.n / gr.k) : p.rows;
+  if (rows <= 1) launch_bm<TX, TW, TO, 1>(p, gr, vec, s);
+  else if (rows <= 2) launch_bm<TX, TW, TO, 2>(p, gr, vec, s);
+  else if (kFp8 || rows <= 4) launch_bm<TX, TW, TO, 4>(p, gr, vec, s);
   else if constexpr (!kFp8) launch_bm<TX, TW, TO, 8>(p, gr, vec, s);
 }
 

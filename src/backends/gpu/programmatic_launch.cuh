@@ -6,7 +6,10 @@
 // earlier kernel (weights), then calls gpu_wait_for_predecessor() before touching anything an
 // earlier kernel writes or reads, and gpu_allow_successor() so the next one can start early in turn.
 // Only kernels that make that call may be launched this way: a kernel launched with the attribute
-// but without the wait would race its predecessor.
+// but without the wait would race its predecessor. Before the wait a kernel may read only what no
+// kernel writes: weights, and a step's metadata (sequence lengths, query starts, block tables,
+// slot mappings), which the engine uploads by copy before the step's first kernel and which no
+// kernel modifies (a future on-device metadata update must move those reads after the wait).
 //
 // Where the device has no such launch (MUSA, NVIDIA before sm_90, or PORTLLM_PDL=0), it is an
 // ordinary launch and the two device calls do nothing: one kernel source for every device.

@@ -85,12 +85,16 @@ std::vector<OpCase> matmul_perf(DType act) {
   if (act == DType::F32) return {};
   std::vector<OpCase> v;
   // Qwen3-8B: gate_up at decode batch sizes and a 4k prefill, down, qkv, the LM head at M = 1;
+  // Qwen3-30B-A3B's attention projections and router at M = 1;
   // DeepSeek-V3's dense MLP shapes in bf16, the baseline for the fp8 cases below.
   for (MatmulShape s : {MatmulShape{1, 24576, 4096, false}, MatmulShape{2, 24576, 4096, false},
                         MatmulShape{4, 24576, 4096, false}, MatmulShape{8, 24576, 4096, false},
                         MatmulShape{64, 24576, 4096, false}, MatmulShape{256, 24576, 4096, false},
                         MatmulShape{4096, 24576, 4096, false}, MatmulShape{1, 4096, 12288, false}, MatmulShape{1, 4096, 4096, false},
                         MatmulShape{1, 6144, 4096, false}, MatmulShape{1, 151936, 4096, false},
+                        // Qwen3-30B-A3B at batch 1: qkv, o_proj, the router
+                        MatmulShape{1, 5120, 2048, false}, MatmulShape{1, 2048, 4096, false},
+                        MatmulShape{1, 128, 2048, false},
                         MatmulShape{64, 18432, 7168, false}, MatmulShape{4096, 18432, 7168, false},
                         MatmulShape{4096, 7168, 18432, false}}) {
     OpCase c = matmul_case(act, act, s, 0);
@@ -227,6 +231,28 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
         sink(a.desc(), &a);
       };
       v.push_back(std::move(c));
+      if (tokens == 1) {  // the same token in gather mode (topk_ids, ops::moe_experts' batch-1 path)
+        std::vector<int32_t> ids;
+        for (int e = 0; e < E; ++e)
+          if (count[size_t(e)] > 0) ids.push_back(e);
+        OpCase g;
+        g.op = Op::MOE_GEMM;
+        g.name = fmt::format("gather tokens=1 k={} N={} K={} w={}", topk, N, K, dtype_name(act));
+        g.tensors = {CaseRng::filled(act, {topk, N}, kNaN), r.tensor(act, {1, K}), r.tensor(act, {E, N, K}, -ws, ws),
+                     r.ints(ids, {1, topk})};
+        g.outputs = {0};
+        g.bytes = (double(topk) * N * K + double(topk) * N + double(K)) * dtype_size(act);
+        g.flops = 2.0 * topk * N * K;
+        g.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+          MoeGemmArgs a;
+          a.out = t[0];
+          a.x = t[1];
+          a.w = t[2];
+          a.topk_ids = t[3];
+          sink(a.desc(), &a);
+        };
+        v.push_back(std::move(g));
+      }
     }
   }
   for (auto& c : moe_gemm_model_perf(act)) v.push_back(std::move(c));
