@@ -212,46 +212,41 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
         used += count[size_t(e)] > 0;
       }
       const int R = off.back();
-      OpCase c;
-      c.op = Op::MOE_GEMM;
-      c.name = fmt::format("tokens={} R={} experts used={}/{} N={} K={} w={}", tokens, R, used, E, N, K, dtype_name(act));
       const double ws = 1.0 / std::sqrt(double(K));
-      c.tensors = {CaseRng::filled(act, {R, N}, kNaN), r.tensor(act, {R, K}), r.tensor(act, {E, N, K}, -ws, ws),
-                   Tensor(), r.ints(off, {E + 1})};
-      c.outputs = {0};
-      c.bytes = double(used) * N * K * dtype_size(act) + double(R) * (N + K) * dtype_size(act);
-      c.flops = 2.0 * R * N * K;
-      c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
-        MoeGemmArgs a;
-        a.out = t[0];
-        a.x = t[1];
-        a.w = t[2];
-        a.w_scale = t[3];
-        a.expert_offsets = t[4];
-        sink(a.desc(), &a);
-      };
-      v.push_back(std::move(c));
-      if (tokens == 1) {  // the same token in gather mode (topk_ids, ops::moe_experts' batch-1 path)
-        std::vector<int32_t> ids;
-        for (int e = 0; e < E; ++e)
-          if (count[size_t(e)] > 0) ids.push_back(e);
-        OpCase g;
-        g.op = Op::MOE_GEMM;
-        g.name = fmt::format("gather tokens=1 k={} N={} K={} w={}", topk, N, K, dtype_name(act));
-        g.tensors = {CaseRng::filled(act, {topk, N}, kNaN), r.tensor(act, {1, K}), r.tensor(act, {E, N, K}, -ws, ws),
-                     r.ints(ids, {1, topk})};
-        g.outputs = {0};
-        g.bytes = (double(topk) * N * K + double(topk) * N + double(K)) * dtype_size(act);
-        g.flops = 2.0 * topk * N * K;
-        g.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      // tensors: out, x, w, w_scale, expert_offsets, topk_ids (the absent mode's left undefined)
+      auto add = [&](std::string name, std::vector<Tensor> tensors, double bytes, double rows) {
+        OpCase c;
+        c.op = Op::MOE_GEMM;
+        c.name = std::move(name);
+        c.tensors = std::move(tensors);
+        c.outputs = {0};
+        c.bytes = bytes;
+        c.flops = 2.0 * rows * N * K;
+        c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
           MoeGemmArgs a;
           a.out = t[0];
           a.x = t[1];
           a.w = t[2];
-          a.topk_ids = t[3];
+          a.w_scale = t[3];
+          a.expert_offsets = t[4];
+          a.topk_ids = t[5];
           sink(a.desc(), &a);
         };
-        v.push_back(std::move(g));
+        v.push_back(std::move(c));
+      };
+      const double es = dtype_size(act);
+      add(fmt::format("tokens={} R={} experts used={}/{} N={} K={} w={}", tokens, R, used, E, N, K, dtype_name(act)),
+          {CaseRng::filled(act, {R, N}, kNaN), r.tensor(act, {R, K}), r.tensor(act, {E, N, K}, -ws, ws), Tensor(),
+           r.ints(off, {E + 1}), Tensor()},
+          double(used) * N * K * es + double(R) * (N + K) * es, R);
+      if (tokens == 1) {  // the same token in gather mode (topk_ids, ops::moe_experts' batch-1 path)
+        std::vector<int32_t> ids;
+        for (int e = 0; e < E; ++e)
+          if (count[size_t(e)] > 0) ids.push_back(e);
+        add(fmt::format("gather tokens=1 k={} N={} K={} w={}", topk, N, K, dtype_name(act)),
+            {CaseRng::filled(act, {topk, N}, kNaN), r.tensor(act, {1, K}), r.tensor(act, {E, N, K}, -ws, ws), Tensor(),
+             Tensor(), r.ints(ids, {1, topk})},
+            (double(topk) * N * K + double(topk) * N + double(K)) * es, topk);
       }
     }
   }
