@@ -74,6 +74,8 @@ struct AddArgs {
 // w_scale holds the dequantization multipliers ("weight_scale_inv"): [ceil(N/block_n),
 // ceil(K/block_k)] f32 for block scaling, or [1] for a per-tensor scale (block_n = block_k = 0).
 // dtype[0] = x/out, dtype[1] = W; dim[0] = M, dim[1] = N, dim[2] = K, dim[3] = block_k.
+// W (and bias, w_scale) are weights: no kernel of a forward step writes them, so a GPU kernel may
+// read them before waiting for the previous kernel (backends/gpu/programmatic_launch.cuh).
 struct MatmulArgs {
   Tensor out;
   Tensor x;
@@ -149,6 +151,8 @@ struct QkNormRopeKvWriteArgs {
 // seq_lens[b] context (the cache already holds this step's K/V). GQA: query head h reads KV head
 // h / (Hq / Hkv). out = softmax(scale * q k^T) v. dtype[0] = q/out, dtype[2] = cache;
 // dim[0] = head dim (K), dim[1] = page size, dim[2] = Hq / Hkv, dim[3] = head dim (V).
+// block_tables, seq_lens and query_start_loc are step metadata, uploaded before the step and
+// written by no kernel of it (a GPU kernel may read them before waiting for its predecessor).
 struct AttentionArgs {
   Tensor out;              // [T, Hq, Dv]
   Tensor q;                // [T, Hq, Dk]
