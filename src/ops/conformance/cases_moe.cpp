@@ -225,7 +225,6 @@ std::vector<OpCase> gemm_cases(DType act) {
     else
       for (int i = 0; i < s.R - s.tail; ++i) cnt[size_t(r.integer(0, std::max(0, s.E - 1 - (s.E > 4 ? s.E / 4 : 0))))]++;
     for (int e = 0; e < s.E; ++e) off[size_t(e + 1)] = off[size_t(e)] + cnt[size_t(e)];
-    const double wscale = 1.0 / std::sqrt(double(s.K));
     const bool fp8 = s.wt == F8;
     const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
     OpCase c;
@@ -235,12 +234,9 @@ std::vector<OpCase> gemm_cases(DType act) {
                          s.tail ? fmt::format(" tail={}", s.tail) : std::string(),
                          fp8 && s.wmax != 448 ? fmt::format(" wmax={}", s.wmax) : std::string(),
                          s.counts.empty() ? "" : " uneven");
-    c.tensors = {CaseRng::filled(act, {s.R, s.N}, kNaN), r.tensor(act, {s.R, s.K}),
-                 fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -s.wmax, s.wmax) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
-                 fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / s.wmax,
-                                1.5 * wscale / s.wmax)
-                     : Tensor(),
-                 r.ints(off, {s.E + 1})};
+    Tensor x = r.tensor(act, {s.R, s.K});
+    const ExpertWeights ew = expert_weights(r, s.wt, s.E, s.N, s.K, bn, bk, s.wmax);
+    c.tensors = {CaseRng::filled(act, {s.R, s.N}, kNaN), x, ew.w, ew.scale, r.ints(off, {s.E + 1})};
     c.outputs = {0};
     c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
     if (fp8) c.tol = 2e-2;  // as MATMUL_FP8_BLOCK: kernels may quantize activations
@@ -286,18 +282,15 @@ std::vector<OpCase> gather_gemm_cases(DType act) {
   for (const GatherShape& s : shapes) {
     if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
     CaseRng r(uint64_t(s.T * 131 + s.E * 17 + s.k * 7 + s.N + s.K + int(s.wt)));
-    const double wscale = 1.0 / std::sqrt(double(s.K));
     const bool fp8 = s.wt == F8;
     const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
     OpCase c;
     c.op = Op::MOE_GEMM;
     c.name = fmt::format("gather T={} E={} k={} N={} K={} w={}{}", s.T, s.E, s.k, s.N, s.K, dtype_name(s.wt),
                          fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "");
-    c.tensors = {CaseRng::filled(act, {s.T * s.k, s.N}, kNaN), r.tensor(act, {s.T, s.K}),
-                 fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -448, 448) : r.tensor(s.wt, {s.E, s.N, s.K}, -wscale, wscale),
-                 fp8 ? r.tensor(DType::F32, {s.E, (s.N + bn - 1) / bn, (s.K + bk - 1) / bk}, 0.5 * wscale / 448,
-                                1.5 * wscale / 448)
-                     : Tensor(),
+    Tensor x = r.tensor(act, {s.T, s.K});
+    const ExpertWeights ew = expert_weights(r, s.wt, s.E, s.N, s.K, bn, bk);
+    c.tensors = {CaseRng::filled(act, {s.T * s.k, s.N}, kNaN), x, ew.w, ew.scale,
                  r.ints(random_topk(r, s.T, s.E, s.k), {s.T, s.k})};
     c.outputs = {0};
     c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
@@ -327,7 +320,6 @@ struct DownShape {
 
 OpCase down_combine_case(DType act, const DownShape& s) {
   CaseRng r(uint64_t(s.T * 977 + s.E * 31 + s.k * 13 + s.H * 3 + s.I + int(s.wt) + s.shared + 2 * s.alias));
-  const double wscale = 1.0 / std::sqrt(double(s.I));
   const bool fp8 = s.wt == F8;
   const int bn = fp8 ? (s.block ? s.block : s.H) : 0, bk = fp8 ? (s.block ? s.block : s.I) : 0;
   OpCase c;
@@ -338,12 +330,9 @@ OpCase down_combine_case(DType act, const DownShape& s) {
                        s.shared ? " shared" : "", s.alias ? " (out = shared)" : "", s.strided ? " strided" : "");
   const int64_t gu_cols = 2 * int64_t(s.I) + (s.strided ? 1 : 0);
   Tensor shared = s.shared ? r.tensor(act, {s.T, s.H}) : Tensor();
-  c.tensors = {s.alias ? shared : CaseRng::filled(act, {s.T, s.H}, kNaN),
-               r.tensor(act, {int64_t(s.T) * s.k, gu_cols}, -3, 3),
-               fp8 ? r.tensor(F8, {s.E, s.H, s.I}, -s.wmax, s.wmax) : r.tensor(s.wt, {s.E, s.H, s.I}, -wscale, wscale),
-               fp8 ? r.tensor(DType::F32, {s.E, (s.H + bn - 1) / bn, (s.I + bk - 1) / bk}, 0.5 * wscale / s.wmax,
-                              1.5 * wscale / s.wmax)
-                   : Tensor(),
+  Tensor gate_up = r.tensor(act, {int64_t(s.T) * s.k, gu_cols}, -3, 3);
+  const ExpertWeights ew = expert_weights(r, s.wt, s.E, s.H, s.I, bn, bk, s.wmax);
+  c.tensors = {s.alias ? shared : CaseRng::filled(act, {s.T, s.H}, kNaN), gate_up, ew.w, ew.scale,
                r.ints(random_topk(r, s.T, s.E, s.k), {s.T, s.k}),
                r.tensor(DType::F32, {s.T, s.k}, 0, 1),
                s.alias ? Tensor() : shared};
@@ -415,9 +404,7 @@ std::vector<OpCase> down_combine_perf(DType act) {
     CaseRng r(uint64_t(s.E * 7 + s.I + int(s.wt)));
     const bool fp8 = s.wt == F8;
     const int bl = 128, SN = (s.H + bl - 1) / bl, SK = (s.I + bl - 1) / bl;
-    const double ws = 1.0 / std::sqrt(double(s.I));
-    const Tensor w = fp8 ? r.tensor(F8, {s.E, s.H, s.I}, -448, 448) : r.tensor(act, {s.E, s.H, s.I}, -ws, ws);
-    const Tensor scale = fp8 ? r.tensor(DType::F32, {s.E, SN, SK}, 0.5 * ws / 448, 1.5 * ws / 448) : Tensor();
+    const auto [w, scale] = expert_weights(r, s.wt, s.E, s.H, s.I, bl, bl);
     for (int T : s.tokens) {
       const std::vector<int32_t> ids = random_topk(r, T, s.E, s.k);
       std::vector<bool> used(size_t(s.E), false);

@@ -1,5 +1,6 @@
 #include "ops/conformance/op_case.h"
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +80,14 @@ Tensor CaseRng::filled(DType dtype, std::vector<int64_t> shape, double value) {
   Tensor t = host_alloc(dtype, shape);
   for (int64_t i = 0; i < t.numel(); ++i) ref::store(dtype, t.data, i, value);
   return t;
+}
+
+ExpertWeights expert_weights(CaseRng& r, DType wt, int64_t E, int64_t N, int64_t K, int64_t bn, int64_t bk,
+                             double wmax) {
+  const double ws = 1.0 / std::sqrt(double(K));
+  if (wt != DType::F8E4M3) return {r.tensor(wt, {E, N, K}, -ws, ws), Tensor()};
+  Tensor w = r.tensor(wt, {E, N, K}, -wmax, wmax);
+  return {w, r.tensor(DType::F32, {E, (N + bn - 1) / bn, (K + bk - 1) / bk}, 0.5 * ws / wmax, 1.5 * ws / wmax)};
 }
 
 double default_tolerance(DType dtype) {

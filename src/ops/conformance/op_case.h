@@ -53,6 +53,16 @@ class CaseRng {
   uint64_t state_;
 };
 
+// Expert weights [E, N, K] of a MoE case: float `wt` uniform in +-1/sqrt(K); f8_e4m3 uniform in
+// +-wmax with f32 scales per (bn x bk) block, [E, ceil(N / bn), ceil(K / bk)], in [0.5, 1.5] x
+// 1/sqrt(K) / wmax, so the dequantized weights land in about the same range. scale is undefined
+// for float weights.
+struct ExpertWeights {
+  Tensor w, scale;
+};
+ExpertWeights expert_weights(CaseRng& r, DType wt, int64_t E, int64_t N, int64_t K, int64_t bn, int64_t bk,
+                             double wmax = 448);
+
 // Default tolerance for outputs computed in `dtype`.
 double default_tolerance(DType dtype);
 

@@ -138,9 +138,7 @@ std::vector<OpCase> moe_gemm_model_perf(DType act) {
     CaseRng r(uint64_t(s.E * 1009 + s.N * 7 + s.K + int(s.wt)));
     const bool fp8 = s.wt == F8;
     const int bl = 128, SN = (s.N + bl - 1) / bl, SK = (s.K + bl - 1) / bl;
-    const double ws = 1.0 / std::sqrt(double(s.K));
-    const Tensor w = fp8 ? r.tensor(F8, {s.E, s.N, s.K}, -448, 448) : r.tensor(act, {s.E, s.N, s.K}, -ws, ws);
-    const Tensor scale = fp8 ? r.tensor(DType::F32, {s.E, SN, SK}, 0.5 * ws / 448, 1.5 * ws / 448) : Tensor();
+    const auto [w, scale] = expert_weights(r, s.wt, s.E, s.N, s.K, bl, bl);
     for (int tokens : s.tokens) {
       std::vector<int> count(size_t(s.E), 0);
       std::vector<int> perm(size_t(s.E));
@@ -212,7 +210,6 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
         used += count[size_t(e)] > 0;
       }
       const int R = off.back();
-      const double ws = 1.0 / std::sqrt(double(K));
       // tensors: out, x, w, w_scale, expert_offsets, topk_ids (the absent mode's left undefined)
       auto add = [&](std::string name, std::vector<Tensor> tensors, double bytes, double rows) {
         OpCase c;
@@ -236,7 +233,7 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
       };
       const double es = dtype_size(act);
       add(fmt::format("tokens={} R={} experts used={}/{} N={} K={} w={}", tokens, R, used, E, N, K, dtype_name(act)),
-          {CaseRng::filled(act, {R, N}, kNaN), r.tensor(act, {R, K}), r.tensor(act, {E, N, K}, -ws, ws), Tensor(),
+          {CaseRng::filled(act, {R, N}, kNaN), r.tensor(act, {R, K}), expert_weights(r, act, E, N, K, 0, 0).w, Tensor(),
            r.ints(off, {E + 1}), Tensor()},
           double(used) * N * K * es + double(R) * (N + K) * es, R);
       if (tokens == 1) {  // the same token in gather mode (topk_ids, ops::moe_experts' batch-1 path)
@@ -244,7 +241,7 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
         for (int e = 0; e < E; ++e)
           if (count[size_t(e)] > 0) ids.push_back(e);
         add(fmt::format("gather tokens=1 k={} N={} K={} w={}", topk, N, K, dtype_name(act)),
-            {CaseRng::filled(act, {topk, N}, kNaN), r.tensor(act, {1, K}), r.tensor(act, {E, N, K}, -ws, ws), Tensor(),
+            {CaseRng::filled(act, {topk, N}, kNaN), r.tensor(act, {1, K}), expert_weights(r, act, E, N, K, 0, 0).w, Tensor(),
              Tensor(), r.ints(ids, {1, topk})},
             (double(topk) * N * K + double(topk) * N + double(K)) * es, topk);
       }
