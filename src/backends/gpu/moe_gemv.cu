@@ -24,7 +24,8 @@
 // T*k (token, slot) assignments themselves, unpermuted. Each block counts the assignments per
 // expert in shared memory, finds its tile by the same scan over those counts, and collects its
 // rows (the assignments of its expert of rank [c0, c0 + BM), in assignment order); tile row m
-// reads x row a_m / k and writes out row a_m. This replaces MOE_PERMUTE's four launches.
+// reads x row a_m / k and writes out row a_m. This replaces MOE_PERMUTE's four launches. With
+// 1-row tiles (batch 1) tile b is simply assignment b: no count, no scan.
 //
 // No lane ever leaves a loop that a shuffle or barrier follows at a different iteration than its
 // warp (block): loop bounds are warp- or block-uniform and per-lane bounds are predicates; the
@@ -149,7 +150,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
   gpu_wait_for_predecessor();  // launched programmatically: ids, offsets and x are earlier outputs
   gpu_allow_successor();
   int e, rows;
-  if (gr.ids) {
+  if (gr.ids && BM == 1) {
+    // One row per tile: tile b is assignment b itself, so no counting or scan stands between the
+    // wait and the first weight loads (batch 1, where that chain is most of the kernel).
+    const int64_t a = blockIdx.x;
+    if (a >= gr.n) return;  // whole block
+    e = gr.id(a);
+    if (e < 0 || e >= p.num_experts) return;  // as the counting path: an invalid id gets no tile
+    rows = 1;
+    if (threadIdx.x == 0) {
+      x_row[0] = a / gr.k;
+      out_row[0] = a;
+    }
+  } else if (gr.ids) {
     const bool stage_ids = int64_t(p.num_experts) + gr.n <= kXFloats;
     if (!gather_tile<BM>(gr, p.num_experts, stage_ids, sm.scratch, scan_sm, int(blockIdx.x), e, rows, tile_slot))
       return;  // whole block
