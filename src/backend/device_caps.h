@@ -24,6 +24,8 @@ struct DeviceCaps {
   bool graphs = false;          // stream capture / graph replay usable by default
   bool cooperative_launch = false;
   bool programmatic_launch = false;  // a kernel may start while its predecessor drains (NVIDIA sm_90+ PDL)
+  int max_cluster_blocks = 0;   // blocks of one thread-block cluster (shared memory visible across
+                                // them; NVIDIA sm_90+: 16, the non-portable size); 0: no clusters
   bool aux_stream = false;      // an auxiliary stream exists for overlapping work
   bool avx2 = false;            // CPU: AVX2 + FMA + F16C
   int preferred_page_size = 16; // paged-attention block size this backend prefers

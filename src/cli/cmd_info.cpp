@@ -22,10 +22,9 @@ void print_device(Device& d) {
   const MemoryStats m = d.memory_stats();
   std::printf("device %s: %s (vendor %s, arch %d, warp %d, units %d)\n", d.name().c_str(), c.name.c_str(),
               c.vendor.c_str(), c.arch, c.warp_size, c.num_compute_units);
-  std::printf("  caps: bf16_matmul=%d bf16_blas=%d fp8=%d flash_attention=%d graphs=%d coop_launch=%d pdl=%d aux_stream=%d avx2=%d page_size=%d\n",
+  std::printf("  caps: bf16_matmul=%d bf16_blas=%d fp8=%d flash_attention=%d graphs=%d coop_launch=%d pdl=%d clusters=%d aux_stream=%d avx2=%d page_size=%d\n",
               c.bf16_matmul, c.bf16_blas, c.fp8, c.flash_attention, c.graphs, c.cooperative_launch, c.programmatic_launch,
-              c.aux_stream, c.avx2,
-              c.preferred_page_size);
+              c.max_cluster_blocks, c.aux_stream, c.avx2, c.preferred_page_size);
   std::printf("  memory: total %.2f GiB, free %.2f GiB, allocated %.2f MiB\n", m.total / 1073741824.0,
               m.free / 1073741824.0, m.allocated / 1048576.0);
 }

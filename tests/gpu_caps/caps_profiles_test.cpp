@@ -73,6 +73,7 @@ TEST(CapsProfiles, MusaGapsAreClosedOnEveryArch) {
     EXPECT_LE(c.shared_mem_per_block, kMusaMaxDynamicSmem) << arch;
     EXPECT_FALSE(c.cooperative_launch) << arch;
     EXPECT_FALSE(c.programmatic_launch) << arch;  // no PDL: ordinary launches, device calls no-ops
+    EXPECT_EQ(c.max_cluster_blocks, 0) << arch;   // no thread-block clusters
     EXPECT_FALSE(c.graphs) << arch;  // opt-in
     EXPECT_TRUE(gpu_caps_from_profile(GpuVendor::MTHREADS, arch, musa_props(arch), true).graphs) << arch;
     EXPECT_EQ(c.preferred_page_size, 64) << arch;
@@ -111,6 +112,9 @@ TEST(CapsProfiles, NvidiaThresholdsStayNvidias) {
   // Programmatic dependent launch (griddepcontrol) is Hopper's: on sm_90, not on sm_89.
   EXPECT_TRUE(h.programmatic_launch);
   EXPECT_FALSE(gpu_caps_from_profile(GpuVendor::NVIDIA, 89, t).programmatic_launch);
+  // Thread-block clusters likewise: 16 blocks on sm_90, none on sm_89.
+  EXPECT_EQ(h.max_cluster_blocks, 16);
+  EXPECT_EQ(gpu_caps_from_profile(GpuVendor::NVIDIA, 89, t).max_cluster_blocks, 0);
 }
 
 TEST(CapsProfiles, UnknownMusaArchIsAnError) {

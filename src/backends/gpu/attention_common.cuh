@@ -29,6 +29,10 @@ struct AttnParams {
   // The decode kernel merges its splits itself (the last block of each group; the tensor-core
   // kernel) instead of leaving them to attn_decode_combine.
   bool merge_in_kernel;
+  // With merge_in_kernel: the splits a sequence actually uses are ceil(ctx / split_keys), at most
+  // `splits` (0: always `splits`). The grid is sized for the longest context the launch may see
+  // (a graph's bound), so short contexts would otherwise pay the split merge for a few keys each.
+  int split_keys;
 };
 
 // Element offset of position pos of sequence b in a [NB, page, H, D] cache with strides s0, s1, s2,

@@ -23,14 +23,32 @@
 // by an atomic counter, merges all splits' partials in split order. The second kernel this
 // replaces (the shared combine of attention_decode.cu) cost a launch and a drain: with the
 // block-table change, 14.7 -> 12.2 us at batch 1 / 4k keys and 46.1 -> 43.0 us at 32k (H200).
+// The grid is sized for the longest context the launch may see (a decode graph passes the model's
+// maximum), so each sequence uses only ceil(ctx / split_keys) of the splits (256 keys each by
+// default) and the others' blocks leave at once; one split writes the output directly. Swept on
+// the H200 (`ops perf`, keys per split 128 / 256 / 512 / 1024): Qwen3-30B-A3B heads at 192 keys
+// 11.2 / 8.7 / 8.7 / 8.7 us, Qwen3-8B heads at 512 keys 9.0 / 11.2 / 13.5 / 13.5, at 4k 14.2 /
+// 13.7 / 16.2 / 26.1: the merge chain costs about 4 us, a 16-key tile about 1 us per warp.
+//
+// Cluster form (devices with thread-block clusters, sm_90): at small batches the splits of a
+// (sequence, KV head, row tile) are one cluster of up to 16 blocks, and they merge through
+// distributed shared memory: each block leaves its partial in its own shared memory, and after a
+// cluster barrier block r merges a 1/C share of the outputs from all C blocks' partials. No global
+// partials, fence, counter or last block. H200, batch 1, cluster against split form: Qwen3-8B
+// heads 6.4 / 11.2 us at 512 keys, 12.1 / 13.7 at 4k, 54.8 / 50.0 at 32k (the one loss: 128
+// blocks keep less in flight than the split form's 264); Qwen3-30B-A3B heads at 192 keys 6.6 /
+// 8.7. End to end, Qwen3-30B-A3B batch 1 3.17 against 3.24 ms.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstdlib>
 
 #include "backends/gpu/attention_common.cuh"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/programmatic_launch.cuh"
 #include "ops/registry.h"
 #if !defined(PORTLLM_GPU_MUSA)
+#include "backends/gpu/cluster_sm90.cuh"
 #include "backends/gpu/mma_sm80.cuh"
 #endif
 
@@ -45,7 +63,9 @@ constexpr int kWarps = 4, kThreads = kWarps * 32;
 constexpr float kLog2e = 1.4426950408889634f;
 // Tile buffers per warp. Three stages (two tiles in flight per warp, two blocks per SM instead of
 // three) measured no faster on the H200 at batch 1 with 4k or 32k keys (12.2 / 43.0 us either
-// way), and two keep three blocks per SM for large batches.
+// way), and two keep three blocks per SM for large batches. The cluster form too: three stages
+// 12.3 / 55.8 us against 12.1 / 54.8, and four (one block per SM: a cluster of 16 then needs 16
+// free SMs of one GPC) 21.8 / 88.0.
 constexpr int kStages = 2;
 
 // Arrival counters of the in-kernel split merge, one per (sequence, KV head, row tile) of a
@@ -56,6 +76,7 @@ constexpr int kStages = 2;
 // time on it. Splits > 1 only happen for grids below 4 blocks per compute unit (decode_splits),
 // so the launcher falls back to the combine kernel only on devices with more than ~1000 of them.
 constexpr int kMaxCounters = 4096;
+constexpr int kMaxCluster = 16;  // blocks per cluster in the cluster form (Hopper's non-portable maximum)
 __device__ unsigned int g_split_counters[kMaxCounters];
 
 template <int D> constexpr int kLd = D + 8;  // padded smem row: 16-byte aligned, no ldmatrix bank conflicts
@@ -72,11 +93,10 @@ constexpr size_t kSmemBytes = (size_t(kRows) * kLd<D> + size_t(kWarps) * kStages
 // flight together; the weights are computed while they land.
 template <class T, int D>
 __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char* smem_raw, float* s_L, int b, int qrow,
-                                             int h0, int ng) {
+                                             int h0, int ng, int ns) {
   constexpr int V4 = D / 4;  // float4 per output row
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int ns = p.splits;
-  const int64_t row0 = (int64_t(b) * p.Hq + h0) * ns;  // partial row of (head h0, split 0)
+  const int64_t row0 = (int64_t(b) * p.Hq + h0) * p.splits;  // partial row of (head h0, split 0)
   float* sw = reinterpret_cast<float*>(smem_raw);      // [ng][ns] weights
   const int wfloats = (ng * ns + 3) & ~3;
   float* so = sw + wfloats;  // [ng][chunk][D] partial outputs
@@ -84,7 +104,7 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char*
 
   auto stage = [&](int s0, int n) {
     for (int g = 0; g < ng; ++g) {
-      const float* src = p.part_o + (row0 + int64_t(g) * ns + s0) * D;  // n * D contiguous floats
+      const float* src = p.part_o + (row0 + int64_t(g) * p.splits + s0) * D;  // n * D contiguous floats
       float* dst = so + size_t(g) * n * D;
       for (int i = tid; i < n * V4; i += kThreads) cp_async16(dst + i * 4, src + i * 4, 16);
     }
@@ -93,7 +113,7 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char*
   stage(0, min(cap, ns));
 
   for (int g = warp; g < ng; g += kWarps) {
-    const float2* ml = reinterpret_cast<const float2*>(p.part_ml) + row0 + int64_t(g) * ns;
+    const float2* ml = reinterpret_cast<const float2*>(p.part_ml) + row0 + int64_t(g) * p.splits;
     float2 v[kMaxSplits / 32];
     float mx = -INFINITY;
 #pragma unroll
@@ -158,7 +178,49 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char*
   }
 }
 
+// The cluster form's merge: the C blocks (splits) of one cluster hold their partials in shared
+// memory (s_part [kRows][D] unnormalized outputs, s_bm / s_bl each row's max and sum); block r
+// merges outputs [r * per, (r + 1) * per) of the ng x D, reading every block's values through
+// distributed shared memory, in split order (deterministic).
 template <class T, int D>
+__device__ __forceinline__ void cluster_merge(const AttnParams& p, const float* s_part, const float* s_bm,
+                                              const float* s_bl, int qrow, int h0, int ng) {
+  using namespace sm90;
+  cluster_sync();  // every block's partial is in its shared memory
+  const int C = p.splits, rank = int(cluster_rank());
+  const int total = ng * D, per = (total + C - 1) / C, end = min(total, (rank + 1) * per);
+  for (int idx = rank * per + int(threadIdx.x); idx < end; idx += kThreads) {
+    const int g = idx / D, d = idx % D;
+    float m[kMaxCluster], l[kMaxCluster], o[kMaxCluster];
+#pragma unroll
+    for (int r = 0; r < kMaxCluster; ++r) {  // all loads in flight together
+      const bool in = r < C;
+      m[r] = in ? cluster_load(cluster_map(s_bm + g, unsigned(r))) : -INFINITY;
+      l[r] = in ? cluster_load(cluster_map(s_bl + g, unsigned(r))) : 0.f;
+      o[r] = in ? cluster_load(cluster_map(s_part + size_t(g) * D + d, unsigned(r))) : 0.f;
+    }
+    float M = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < kMaxCluster; ++r)
+      if (l[r] > 0.f) M = fmaxf(M, m[r]);
+    float L = 0.f, acc = 0.f;
+#pragma unroll
+    for (int r = 0; r < kMaxCluster; ++r)
+      if (l[r] > 0.f) {  // splits without keys weigh nothing
+        const float e = exp2f(m[r] - M);
+        L += l[r] * e;
+        acc += o[r] * e;
+      }
+    T* orow = static_cast<T*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h0 + g) * p.o_s1;
+    orow[d] = cvt<T>(L > 0.f ? acc / L : 0.f);
+  }
+  cluster_sync();  // no block leaves (its shared memory with it) while another still reads it
+}
+
+// kCluster: the splits of a (sequence, KV head, row tile) are one thread-block cluster (grid.z =
+// p.splits = the cluster size) and merge through distributed shared memory (cluster_merge) instead
+// of global partials, a fence, a counter and a last block's reads.
+template <class T, int D, bool kCluster>
 __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row
@@ -175,9 +237,15 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   // The step's metadata (lengths, block tables) is uploaded before the step, never written by a
   // kernel of it: read before the wait, while the previous kernel drains (programmatic_launch.cuh).
   const int ctx = p.seq_lens[b], qrow = p.qsl[b];
+  // The splits this sequence uses (AttnParams::split_keys); the blocks of the others have nothing
+  // to do, not even a partial to write: the merge covers splits [0, ns).
+  // A cluster's blocks all stay: each takes part in the merge, with or without keys.
+  const int ns = !kCluster && p.split_keys > 0 ? min(p.splits, max(1, (ctx + p.split_keys - 1) / p.split_keys))
+                                               : p.splits;
+  if (!kCluster && split >= ns) return;
   // Splits are a whole number of tiles, so every tile starts at a multiple of 16 keys: inside one
   // page whenever the page size is a multiple of 16 (one block-table entry per tile).
-  const int per_split = (ctx + p.splits - 1) / p.splits;
+  const int per_split = (ctx + ns - 1) / ns;
   const int chunk = (per_split + kKeys - 1) / kKeys * kKeys;
   const int start = min(ctx, split * chunk), end = min(ctx, start + chunk);
   const int n_tiles = (end - start + kKeys - 1) / kKeys;
@@ -188,6 +256,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sKV = sQ + kRows * LD;
   __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows], s_L[kRows];
+  __shared__ float s_bm[kRows], s_bl[kRows];  // kCluster: this block's (max, sum) per row
   __shared__ unsigned s_last;
   const T* q = static_cast<const T*>(p.q);
   const T* kc = static_cast<const T*>(p.k_cache);
@@ -379,7 +448,13 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
         L += s_l[w][g] * e;
         acc += s_o[(size_t(w) * kRows + g) * D + d] * e;
       }
-    if (p.splits == 1) {
+    if constexpr (kCluster) {
+      s_o[size_t(g) * D + d] = acc;  // warp 0's slot of (g, d), read above by this thread only
+      if (d == 0) {
+        s_bm[g] = M;
+        s_bl[g] = L;
+      }
+    } else if (ns == 1) {
       T* orow = static_cast<T*>(p.out) + int64_t(qrow) * p.o_s0 + int64_t(h) * p.o_s1;
       orow[d] = cvt<T>(L > 0.f ? acc / L : 0.f);
     } else {
@@ -391,7 +466,11 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
       }
     }
   }
-  if (p.splits == 1 || !p.merge_in_kernel) return;
+  if constexpr (kCluster) {
+    cluster_merge<T, D>(p, s_o, s_bm, s_bl, qrow, h0, ng);
+    return;
+  }
+  if (ns == 1 || !p.merge_in_kernel) return;
 
   // Split merge: the last block of this (sequence, KV head, row tile) to get here merges. The
   // fence before the count makes this block's partial visible to whichever block merges; the
@@ -399,23 +478,67 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   __threadfence();
   __syncthreads();  // every thread's partial is written and fenced; s_o is free again
   if (tid == 0) {
-    const unsigned last = unsigned(p.splits - 1);
+    const unsigned last = unsigned(ns - 1);
     s_last = atomicInc(&g_split_counters[blockIdx.y * gridDim.x + blockIdx.x], last) == last;  // wraps to 0
   }
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  merge_splits<T, D>(p, smem_raw, s_L, b, qrow, h0, ng);
+  merge_splits<T, D>(p, smem_raw, s_L, b, qrow, h0, ng, ns);
 #endif
+}
+
+// Least keys per split at the actual context (AttnParams::split_keys): a split of fewer keys than
+// this is not worth its partial, fence, counter and merge. PORTLLM_ATTN_SPLIT_KEYS overrides it
+// (read once), for measuring.
+int split_keys() {
+  static const int v = [] {
+    const char* e = std::getenv("PORTLLM_ATTN_SPLIT_KEYS");
+    return e && std::atoi(e) > 0 ? std::atoi(e) : 4 * kWarps * kKeys;
+  }();
+  return v;
+}
+
+dim3 grid_of(const AttnParams& p, int B) {
+  const int row_tiles = (p.group + kRows - 1) / kRows;
+  return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
 }
 
 template <class T, int D>
 void launch(const AttnParams& p, int B, Stream& s) {
-  (void)gpuFuncSetAttribute(attn_decode_mma_kernel<T, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
+  (void)gpuFuncSetAttribute(attn_decode_mma_kernel<T, D, false>, gpuFuncAttributeMaxDynamicSharedMemorySize,
                             int(kSmemBytes<D>));
-  const int row_tiles = (p.group + kRows - 1) / kRows;
-  const dim3 grid(unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits));
-  launch_programmatic(s, attn_decode_mma_kernel<T, D>, grid, dim3(kThreads), kSmemBytes<D>, p);
+  launch_programmatic(s, attn_decode_mma_kernel<T, D, false>, grid_of(p, B), dim3(kThreads), kSmemBytes<D>, p);
+}
+
+// The cluster form with p.splits blocks per cluster, if the device fits clusters of that size of
+// this kernel (asked once per size); false: launch the split-and-merge form instead.
+template <class T, int D>
+bool launch_cluster(const AttnParams& p, int B, Stream& s) {
+  static std::atomic<int> fits[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
+  auto* kernel = attn_decode_mma_kernel<T, D, true>;
+  constexpr size_t smem = kSmemBytes<D>;
+  const int C = p.splits;
+  if (fits[C].load() == 0) {
+    (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    fits[C] = gpuMaxActiveClusters(kernel, grid_of(p, B), dim3(kThreads), smem, unsigned(C)) > 0 ? 1 : 2;
+  }
+  if (fits[C].load() != 1) return false;
+  (void)gpuLaunchClustered(kernel, grid_of(p, B), dim3(kThreads), smem, native_stream(s), unsigned(C),
+                           caps_of(s).programmatic_launch, p);  // an error surfaces in check_launch
+  return true;
+}
+
+// Blocks per cluster for the cluster form (0: the split-and-merge form): where the device has
+// clusters and the split form would split, the largest power of two up to kMaxCluster that keeps
+// the grid within about two blocks per compute unit, with at least one 16-key tile per block at
+// the longest context. Measured on the H200: see the top of the file.
+int cluster_size(const AttentionArgs& a, int groups, int splits, const DeviceCaps& caps) {
+  if (caps.max_cluster_blocks < 2 || splits < 2) return 0;
+  int c = std::min(kMaxCluster, caps.max_cluster_blocks);
+  while (c > 2 && (int64_t(groups) * c > 2 * int64_t(caps.num_compute_units) || c * kKeys > std::max(1, a.max_seq_len)))
+    c /= 2;
+  return int64_t(groups) * c <= 2 * int64_t(caps.num_compute_units) ? c : 0;
 }
 
 void attn_decode_mma(const AttentionArgs& a, Stream& s) {
@@ -434,7 +557,22 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const int blocks = B * p.Hkv * ((p.group + kRows - 1) / kRows);
   const DeviceCaps& caps = caps_of(s);
   p.splits = decode_splits(a, blocks, 2 * kWarps * kKeys, caps, blocks < caps.num_compute_units ? 2 : 4);
+  if (const int c = cluster_size(a, blocks, p.splits, caps)) {
+    AttnParams pc = p;
+    pc.splits = c;
+    pc.merge_in_kernel = false;
+    auto go = [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      switch (p.Dk) {
+        case 64: return launch_cluster<T, 64>(pc, B, s);
+        case 128: return launch_cluster<T, 128>(pc, B, s);
+        default: return launch_cluster<T, 256>(pc, B, s);
+      }
+    };
+    if (a.q.dtype == DType::BF16 ? go(Tag<gpu_bf16>{}) : go(Tag<gpu_half>{})) return check_launch("attn_decode_mma");
+  }
   p.merge_in_kernel = p.splits > 1 && blocks <= kMaxCounters;
+  p.split_keys = p.merge_in_kernel ? split_keys() : 0;
   const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
   auto go = [&](auto tag) {

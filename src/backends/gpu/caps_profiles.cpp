@@ -52,6 +52,7 @@ DeviceCaps gpu_caps_from_profile(GpuVendor vendor, int arch, const GpuDeviceProp
     c.flash_attention = arch >= 80;
     c.graphs = true;
     c.programmatic_launch = arch >= 90;  // griddepcontrol: Hopper and later
+    c.max_cluster_blocks = arch >= 90 ? 16 : 0;  // Hopper: 8 portable, 16 with the non-portable opt-in
     c.preferred_page_size = 16;
     return c;
   }

@@ -68,6 +68,8 @@ GpuDevice::GpuDevice(int index) : index_(index) {
   // PORTLLM_PDL=0 turns programmatic dependent launch off (A/B measurements, or a driver that
   // rejects it in graphs).
   if (const char* v = std::getenv("PORTLLM_PDL"); v && std::string_view(v) == "0") caps_.programmatic_launch = false;
+  // PORTLLM_CLUSTERS=0 likewise takes the thread-block-cluster kernels out of the choice.
+  if (const char* v = std::getenv("PORTLLM_CLUSTERS"); v && std::string_view(v) == "0") caps_.max_cluster_blocks = 0;
   PL_CHECK(caps_.warp_size == kWarpSize,
            "{} reports warp size {} but the GPU kernels were built for {}", caps_.name, caps_.warp_size, kWarpSize);
   alloc_ = std::make_shared<CachingAllocator>(index);

@@ -166,4 +166,55 @@ inline gpuError_t gpuLaunchProgrammatic(void (*kernel)(P...), dim3 grid, dim3 bl
   cfg.numAttrs = 1;
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
 }
+
+// Thread-block clusters (sm_90+; DeviceCaps::max_cluster_blocks): the blocks of a cluster run at
+// the same time on one GPC and read each other's shared memory (device side: cluster_sm90.cuh,
+// NVIDIA-only kernels). gpuLaunchClustered launches `grid` as clusters of (1, 1, cluster_z) blocks,
+// programmatically (as gpuLaunchProgrammatic) when asked. gpuMaxActiveClusters is how many such
+// clusters of the kernel fit on the device at once, 0 when its resources do not allow the size;
+// sizes above 8 (non-portable) are opted into there, so call it before the first launch.
+#define PORTLLM_GPU_CLUSTERS 1
+template <class... P, class... A>
+inline gpuError_t gpuLaunchClustered(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, gpuStream_t s,
+                                     unsigned cluster_z, bool programmatic, A&&... args) {
+  cudaLaunchAttribute attr[2] = {};
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = cluster_z;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = programmatic ? 2 : 1;
+  return cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
+}
+template <class... P>
+inline int gpuMaxActiveClusters(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, unsigned cluster_z) {
+  if (cluster_z > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = 1;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = cluster_z;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
 #endif
