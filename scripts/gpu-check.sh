@@ -165,6 +165,17 @@ if has graphs; then
     else
       row "decode graphs vs eager, $m (40 requests)" "DIFFERENT: $(tail -2 "$G/$m-graph.log" | tr '\n' ' ')"
     fi
+    # The GPU against the CPU backend (greedy, f32 activations), 8 sequences at a time: requests
+    # start as others finish, so steps mix prefill with decode tokens (mixed-step attention split).
+    if [ $m != stories260K ]; then
+      for dev in cuda cpu; do
+        timeout 300 "$PL" generate --device $dev "${margs[@]}" --input "$prompts" --output "$G/$m-mixed-$dev.jsonl" \
+          --max-num-seqs 8 >"$G/$m-mixed-$dev.log" 2>&1
+      done
+      ids() { python3 -c 'import json,sys; [print(json.loads(l)["token_ids"]) for l in open(sys.argv[1])]' "$1"; }
+      same=$(paste -d'|' <(ids "$G/$m-mixed-cuda.jsonl") <(ids "$G/$m-mixed-cpu.jsonl") | awk -F'|' '$1 == $2' | wc -l)
+      row "GPU vs CPU, $m (40 requests, 8 at a time, f32)" "$same of 40 identical"
+    fi
   done
 fi
 

@@ -13,12 +13,17 @@ namespace portllm {
 struct ForwardBatch {
   int num_tokens = 0, num_seqs = 0;
   int max_q_len = 0, max_seq_len = 0;
+  // Sequences [0, num_decode_seqs) feed one token each: the batch builder lays them out first
+  // (tokens [0, num_decode_seqs)), so a step that mixes them with prefill chunks can run its
+  // attention as a decode part and a prefill part (model/layers/attention.cpp).
+  int num_decode_seqs = 0;
   Tensor token_ids;        // [T] i32
   Tensor positions;        // [T] i32
   Tensor slot_mapping;     // [T] i32: block * page_size + offset (paged KV/latent layers)
   Tensor block_tables;     // [B, max_blocks] i32
   Tensor seq_lens;         // [B] i32: context length after this step
   Tensor query_start_loc;  // [B + 1] i32
+  Tensor prefill_query_start_loc;  // [B - D + 1] i32, mixed steps only: query_start_loc[D..B] - D
   Tensor logits_indices;   // [L] i32: token rows whose next-token logits are wanted
   Tensor state_slots;      // [B] i32: recurrent-state slot of each sequence (hybrid models)
   Tensor has_initial_state;  // [B] i32: 1 when the slot holds state from earlier steps

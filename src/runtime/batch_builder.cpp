@@ -39,26 +39,33 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
   b.num_seqs = int(seqs.size());
   size_t max_blocks = 1;
   for (auto& s : seqs) max_blocks = std::max(max_blocks, s.block_table.size());
-  std::vector<int32_t> ids, pos, slots, tables(seqs.size() * max_blocks, 0), logit_rows;
+  // Layout order: the sequences that feed one token (decode) first, then the others, each group
+  // in the given order (ForwardBatch::num_decode_seqs). Logit rows keep the given order, so the
+  // caller sees its sequences' logits where it expects them.
+  std::vector<size_t> order;
+  order.reserve(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].tokens.size() == 1) order.push_back(i);
+  b.num_decode_seqs = int(order.size());
+  for (size_t i = 0; i < seqs.size(); ++i)
+    if (seqs[i].tokens.size() != 1) order.push_back(i);
+  std::vector<int32_t> ids, pos, slots, tables(seqs.size() * max_blocks, 0), logit_rows, first_row(seqs.size());
   b.host_query_start_loc.push_back(0);
-  for (size_t i = 0; i < seqs.size(); ++i) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t i = order[k];
     const SeqWork& s = seqs[i];
     const int64_t n = int64_t(s.tokens.size()), end = s.start_pos + n;
     PL_CHECK(n > 0, "sequence {} has no tokens to feed", i);
     PL_CHECK(s.block_table.empty() || int64_t(s.block_table.size()) * page >= end,
              "block table of sequence {} covers {} tokens, needs {}", i, s.block_table.size() * page, end);
-    const int32_t row0 = int32_t(ids.size());
+    first_row[i] = int32_t(ids.size());
     for (int64_t j = 0; j < n; ++j) {
       const int64_t p = s.start_pos + j;
       ids.push_back(s.tokens[size_t(j)]);
       pos.push_back(int32_t(p));
       slots.push_back(s.block_table.empty() ? -1 : int32_t(s.block_table[size_t(p / page)] * page + p % page));
     }
-    std::copy(s.block_table.begin(), s.block_table.end(), tables.begin() + long(i * max_blocks));
-    if (s.logits == SeqWork::Logits::All)
-      for (int64_t j = 0; j < n; ++j) logit_rows.push_back(row0 + int32_t(j));
-    else if (s.logits == SeqWork::Logits::Last)
-      logit_rows.push_back(row0 + int32_t(n - 1));
+    std::copy(s.block_table.begin(), s.block_table.end(), tables.begin() + long(k * max_blocks));
     b.host_seq_lens.push_back(int32_t(end));
     b.host_query_start_loc.push_back(int32_t(ids.size()));
     b.host_state_slots.push_back(s.state_slot);
@@ -66,12 +73,26 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
     b.max_q_len = std::max<int>(b.max_q_len, int(n));
     b.max_seq_len = std::max<int>(b.max_seq_len, int(end));
   }
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int32_t n = int32_t(seqs[i].tokens.size());
+    if (seqs[i].logits == SeqWork::Logits::All)
+      for (int32_t j = 0; j < n; ++j) logit_rows.push_back(first_row[i] + j);
+    else if (seqs[i].logits == SeqWork::Logits::Last)
+      logit_rows.push_back(first_row[i] + n - 1);
+  }
+  // A mixed step's prefill part [D, B) as a batch of its own: its query offsets from 0.
+  const size_t D = size_t(b.num_decode_seqs);
+  const bool mixed = D > 0 && D < seqs.size();
+  std::vector<int32_t> prefill_qsl;
+  if (mixed)
+    for (size_t k = D; k <= seqs.size(); ++k) prefill_qsl.push_back(b.host_query_start_loc[k] - int32_t(D));
   b.num_tokens = int(ids.size());
   b.host_positions = pos;
   PackedUpload up;
   const size_t o_ids = up.add(ids), o_pos = up.add(pos), o_slots = up.add(slots), o_tables = up.add(tables),
                o_lens = up.add(b.host_seq_lens), o_qsl = up.add(b.host_query_start_loc), o_logits = up.add(logit_rows),
-               o_state = up.add(b.host_state_slots), o_init = up.add(b.host_has_initial_state);
+               o_state = up.add(b.host_state_slots), o_init = up.add(b.host_has_initial_state),
+               o_pqsl = up.add(prefill_qsl);
   up.upload(ctx);
   const int64_t B = int64_t(seqs.size());
   b.token_ids = up.view(o_ids, {int64_t(ids.size())});
@@ -83,6 +104,7 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
   b.logits_indices = up.view(o_logits, {int64_t(logit_rows.size())});
   b.state_slots = up.view(o_state, {B});
   b.has_initial_state = up.view(o_init, {B});
+  if (mixed) b.prefill_query_start_loc = up.view(o_pqsl, {int64_t(prefill_qsl.size())});
   return b;
 }
 
