@@ -77,7 +77,8 @@ struct GatherRows {
 };
 
 // Gather mode: row tile b among the assignments grouped by expert (the tiles of expert e are
-// ceil(count_e / BM), in expert order, as grouped_tile_scan walks them). On success e is the
+// ceil(count_e / BM), in expert order, as grouped_tile_scan walks them; 1-row tiles in assignment
+// order, so tile b is assignment b). On success e is the
 // expert, rows the tile's row count and slot[0, rows) its assignments in increasing order.
 // scratch: E + n ints when stage_ids (the ids are then read from shared memory), else E; scan:
 // kThreads + 2 ints. Every thread of the block must call it; all get the same answer.
@@ -85,6 +86,16 @@ template <int BM>
 __device__ bool gather_tile(const GatherRows& g, int E, bool stage_ids, int* scratch, int* scan, int b, int& e,
                             int& rows, int* slot) {
   const int tid = int(threadIdx.x);
+  if constexpr (BM == 1) {
+    // One row per tile: tile b is assignment b itself, so no counting or scan stands between the
+    // wait and the first weight loads (batch 1, where that chain is most of the kernel).
+    if (b >= g.n) return false;  // past the real tile count
+    e = g.id(b);
+    if (e < 0 || e >= E) return false;  // as below: an invalid id gets no tile
+    rows = 1;
+    if (tid == 0) slot[0] = b;  // read back by thread 0 only (rows = 1): no barrier needed
+    return true;
+  }
   int* count = scratch;    // [E]
   int* ids = scratch + E;  // [n] when stage_ids
   for (int i = tid; i < E; i += kThreads) count[i] = 0;
@@ -150,19 +161,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
   gpu_wait_for_predecessor();  // launched programmatically: ids, offsets and x are earlier outputs
   gpu_allow_successor();
   int e, rows;
-  if (gr.ids && BM == 1) {
-    // One row per tile: tile b is assignment b itself, so no counting or scan stands between the
-    // wait and the first weight loads (batch 1, where that chain is most of the kernel).
-    const int64_t a = blockIdx.x;
-    if (a >= gr.n) return;  // whole block
-    e = gr.id(a);
-    if (e < 0 || e >= p.num_experts) return;  // as the counting path: an invalid id gets no tile
-    rows = 1;
-    if (threadIdx.x == 0) {
-      x_row[0] = a / gr.k;
-      out_row[0] = a;
-    }
-  } else if (gr.ids) {
+  if (gr.ids) {
     const bool stage_ids = int64_t(p.num_experts) + gr.n <= kXFloats;
     if (!gather_tile<BM>(gr, p.num_experts, stage_ids, sm.scratch, scan_sm, int(blockIdx.x), e, rows, tile_slot))
       return;  // whole block
