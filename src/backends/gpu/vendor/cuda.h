@@ -151,19 +151,37 @@ __device__ __forceinline__ void gpu_allow_successor() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-template <class... P, class... A>
-inline gpuError_t gpuLaunchProgrammatic(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, gpuStream_t s,
-                                        A&&... args) {
-  cudaLaunchAttribute attr[1] = {};
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+// The pieces of a cudaLaunchKernelEx launch that the launchers below share.
+inline cudaLaunchAttribute gpu_programmatic_attr() {
+  cudaLaunchAttribute a = {};
+  a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  a.val.programmaticStreamSerializationAllowed = 1;
+  return a;
+}
+inline cudaLaunchAttribute gpu_cluster_attr(unsigned cluster_z) {
+  cudaLaunchAttribute a = {};
+  a.id = cudaLaunchAttributeClusterDimension;
+  a.val.clusterDim.x = 1;
+  a.val.clusterDim.y = 1;
+  a.val.clusterDim.z = cluster_z;
+  return a;
+}
+inline cudaLaunchConfig_t gpu_launch_config(dim3 grid, dim3 block, size_t smem, gpuStream_t s,
+                                            cudaLaunchAttribute* attrs, unsigned num_attrs) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = s;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.attrs = attrs;
+  cfg.numAttrs = num_attrs;
+  return cfg;
+}
+template <class... P, class... A>
+inline gpuError_t gpuLaunchProgrammatic(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, gpuStream_t s,
+                                        A&&... args) {
+  cudaLaunchAttribute attr[1] = {gpu_programmatic_attr()};
+  const cudaLaunchConfig_t cfg = gpu_launch_config(grid, block, smem, s, attr, 1);
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
 }
 
@@ -177,20 +195,8 @@ inline gpuError_t gpuLaunchProgrammatic(void (*kernel)(P...), dim3 grid, dim3 bl
 template <class... P, class... A>
 inline gpuError_t gpuLaunchClustered(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, gpuStream_t s,
                                      unsigned cluster_z, bool programmatic, A&&... args) {
-  cudaLaunchAttribute attr[2] = {};
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = cluster_z;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
-  cfg.attrs = attr;
-  cfg.numAttrs = programmatic ? 2 : 1;
+  cudaLaunchAttribute attr[2] = {gpu_cluster_attr(cluster_z), gpu_programmatic_attr()};
+  const cudaLaunchConfig_t cfg = gpu_launch_config(grid, block, smem, s, attr, programmatic ? 2 : 1);
   return cudaLaunchKernelEx(&cfg, kernel, static_cast<A&&>(args)...);
 }
 template <class... P>
@@ -199,17 +205,8 @@ inline int gpuMaxActiveClusters(void (*kernel)(P...), dim3 grid, dim3 block, siz
     (void)cudaGetLastError();
     return 0;
   }
-  cudaLaunchAttribute attr[1] = {};
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = 1;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = cluster_z;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = grid;
-  cfg.blockDim = block;
-  cfg.dynamicSmemBytes = smem;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cudaLaunchAttribute attr[1] = {gpu_cluster_attr(cluster_z)};
+  const cudaLaunchConfig_t cfg = gpu_launch_config(grid, block, smem, nullptr, attr, 1);
   int n = 0;
   if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
     (void)cudaGetLastError();
