@@ -28,7 +28,7 @@ struct ForwardBatch {
   Tensor state_slots;      // [B] i32: recurrent-state slot of each sequence (hybrid models)
   Tensor has_initial_state;  // [B] i32: 1 when the slot holds state from earlier steps
   std::vector<int32_t> host_seq_lens, host_query_start_loc, host_positions, host_state_slots,
-      host_has_initial_state;
+      host_has_initial_state, host_prefill_query_start_loc;
 
   int num_logits() const { return int(logits_indices.defined() ? logits_indices.size(0) : 0); }
 };

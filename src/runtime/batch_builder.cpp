@@ -83,7 +83,7 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
   // A mixed step's prefill part [D, B) as a batch of its own: its query offsets from 0.
   const size_t D = size_t(b.num_decode_seqs);
   const bool mixed = D > 0 && D < seqs.size();
-  std::vector<int32_t> prefill_qsl;
+  std::vector<int32_t>& prefill_qsl = b.host_prefill_query_start_loc;
   if (mixed)
     for (size_t k = D; k <= seqs.size(); ++k) prefill_qsl.push_back(b.host_query_start_loc[k] - int32_t(D));
   b.num_tokens = int(ids.size());

@@ -57,6 +57,7 @@ TEST(BatchBuilder, DecodeSequencesFirstLogitsInGivenOrder) {
   EXPECT_EQ(ints(b.logits_indices), (std::vector<int32_t>{4, 0, 5, 6}));
   // The prefill part [2, 4) as a batch of its own.
   EXPECT_EQ(ints(b.prefill_query_start_loc), (std::vector<int32_t>{0, 3, 5}));
+  EXPECT_EQ(b.host_prefill_query_start_loc, (std::vector<int32_t>{0, 3, 5}));
 }
 
 TEST(BatchBuilder, UnmixedStepsKeepTheirOrder) {
@@ -66,6 +67,7 @@ TEST(BatchBuilder, UnmixedStepsKeepTheirOrder) {
   EXPECT_EQ(d.num_decode_seqs, 2);
   EXPECT_EQ(ints(d.token_ids), (std::vector<int32_t>{1, 2}));
   EXPECT_FALSE(d.prefill_query_start_loc.defined());
+  EXPECT_TRUE(d.host_prefill_query_start_loc.empty());
   const ForwardBatch p = build_forward_batch(ctx, {work({1, 2}, 0, {0}, L::Last), work({3, 4}, 0, {1}, L::Last)}, kPage);
   EXPECT_EQ(p.num_decode_seqs, 0);
   EXPECT_EQ(ints(p.logits_indices), (std::vector<int32_t>{1, 3}));

@@ -55,36 +55,35 @@ void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, c
   a.scale = scale;
   a.max_q_len = b.max_q_len;
   a.max_seq_len = b.max_seq_len;
-  a.host_seq_lens = b.host_seq_lens;
-  a.host_query_start_loc = b.host_query_start_loc;
   const int D = b.num_decode_seqs, B = b.num_seqs;
-  if (D == 0 || D == B) return ops::attention(ctx, a);
+  if (D == 0 || D == B) {
+    a.host_seq_lens = b.host_seq_lens;
+    a.host_query_start_loc = b.host_query_start_loc;
+    return ops::attention(ctx, a);
+  }
   // A step that mixes decode tokens with prefill chunks: the decode sequences (laid out first)
   // go to ATTN_DECODE, which reads each K/V row once for all query heads that share it, and the
   // rest to ATTN_PREFILL. One ATTN_PREFILL over both would give each decode token a query tile
   // of its own per head: on the H200 the nano-vllm workload's mixed steps spent 1.05 ms per layer
-  // there (2.9 of its 19 s of kernel time).
-  auto part = [&](int s0, int n, const Tensor& qsl, std::vector<int32_t> host_qsl) {
-    const int t0 = a.host_query_start_loc[size_t(s0)], t1 = a.host_query_start_loc[size_t(s0 + n)];
+  // there, 2.9 of its 19 s of kernel time (`PORTLLM_PROFILE_OPS=1 portllm bench throughput`,
+  // BENCHMARKS.md, seventh session).
+  auto part = [&](int s0, int n, int max_q_len, const Tensor& qsl, const int32_t* host_qsl) {
+    const int t0 = b.host_query_start_loc[size_t(s0)], t1 = b.host_query_start_loc[size_t(s0 + n)];
     AttentionArgs p = a;
     p.out = out.slice(0, t0, t1 - t0);
     p.q = q.slice(0, t0, t1 - t0);
     p.block_tables = b.block_tables.slice(0, s0, n);
     p.seq_lens = b.seq_lens.slice(0, s0, n);
     p.query_start_loc = qsl;
+    p.max_q_len = max_q_len;
     p.host_seq_lens.assign(b.host_seq_lens.begin() + s0, b.host_seq_lens.begin() + s0 + n);
-    p.host_query_start_loc = std::move(host_qsl);
+    p.host_query_start_loc.assign(host_qsl, host_qsl + n + 1);
     p.max_seq_len = *std::max_element(p.host_seq_lens.begin(), p.host_seq_lens.end());
-    p.max_q_len = 0;
-    for (int i = 0; i < n; ++i)
-      p.max_q_len = std::max(p.max_q_len, p.host_query_start_loc[size_t(i + 1)] - p.host_query_start_loc[size_t(i)]);
     ops::attention(ctx, p);
   };
-  part(0, D, b.query_start_loc.slice(0, 0, D + 1),
-       std::vector<int32_t>(b.host_query_start_loc.begin(), b.host_query_start_loc.begin() + D + 1));
-  std::vector<int32_t> pqsl;
-  for (int i = D; i <= B; ++i) pqsl.push_back(b.host_query_start_loc[size_t(i)] - D);
-  part(D, B - D, b.prefill_query_start_loc, std::move(pqsl));
+  // The prefill part's longest query is the batch's: every decode sequence feeds one token.
+  part(0, D, 1, b.query_start_loc.slice(0, 0, D + 1), b.host_query_start_loc.data());
+  part(D, B - D, b.max_q_len, b.prefill_query_start_loc, b.host_prefill_query_start_loc.data());
 }
 
 AttentionBlock AttentionBlock::load(WeightLoader& w, OpContext& ctx, const std::string& p,
