@@ -1,7 +1,11 @@
 #include "ops/registry.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
 
 #include "core/error.h"
 
@@ -9,7 +13,21 @@ namespace portllm {
 
 namespace {
 std::mutex g_reg_mu;
+
+// PORTLLM_DISABLE_KERNELS=name[,name...]: kernels the dispatcher never picks (same-binary A/B
+// measurements of a fast path; the op layer then takes the next kernel or the unfused ops).
+bool disabled(const std::string& name) {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> v;
+    const char* e = std::getenv("PORTLLM_DISABLE_KERNELS");
+    std::stringstream ss(e ? e : "");
+    for (std::string n; std::getline(ss, n, ',');)
+      if (!n.empty()) v.insert(n);
+    return v;
+  }();
+  return !names.empty() && names.count(name) > 0;
 }
+}  // namespace
 
 KernelRegistry& KernelRegistry::instance() {
   static KernelRegistry r;
@@ -59,6 +77,7 @@ const KernelInfo* Dispatcher::try_select(const OpDesc& desc) {
   if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   const KernelInfo* chosen = nullptr;
   for (const KernelInfo* k : KernelRegistry::instance().kernels(desc.op, device_.kind())) {
+    if (disabled(k->name)) continue;
     if (!k->supports || k->supports(desc, device_.caps())) {
       chosen = k;
       break;
