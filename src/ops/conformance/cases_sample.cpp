@@ -257,8 +257,40 @@ std::vector<OpCase> sample_cases(DType act) {
   return v;
 }
 
+// Decode-step shapes over Qwen3's 151936-entry vocabulary: one greedy row (bench latency), one
+// row and 256 rows at temperature 0.6 (the throughput workload), 64 rows with top-k and top-p.
+// The cost is one read of the logits; the GB/s column then says how many reads a call is worth.
+std::vector<OpCase> sample_perf(DType act) {
+  if (act != DType::BF16) return {};  // the logits are f32 whatever the activations: timed once, in the bf16 sweep
+  constexpr int64_t V = 151936;
+  CaseRng r(5);
+  auto rows = [&](int B) {
+    std::vector<std::vector<float>> out;
+    for (int b = 0; b < B; ++b) out.push_back(grid_row(r, V, -160, 160));
+    return out;
+  };
+  auto same = [](int B, RowSpec s) {
+    std::vector<RowSpec> v;
+    for (int b = 0; b < B; ++b) {
+      v.push_back(s);
+      v.back().p.set_counter(uint64_t(b));
+    }
+    return v;
+  };
+  std::vector<OpCase> v;
+  v.push_back(make_case("greedy", rows(1), same(1, spec(0))));
+  v.push_back(make_case("temperature 0.6", rows(1), same(1, spec(0.6f))));
+  v.push_back(make_case("temperature 0.6", rows(256), same(256, spec(0.6f))));
+  v.push_back(make_case("top_k 50 top_p 0.9", rows(64), same(64, spec(0.8f, 50, 0.9f))));
+  for (OpCase& c : v) c.bytes = double(c.tensors[1].numel()) * 4;
+  return v;
+}
+
 }  // namespace
 
-void register_sample_cases() { register_case_generator(Op::SAMPLE, sample_cases); }
+void register_sample_cases() {
+  register_case_generator(Op::SAMPLE, sample_cases);
+  register_perf_case_generator(Op::SAMPLE, sample_perf);
+}
 
 }  // namespace portllm::conformance

@@ -88,6 +88,11 @@ void set_gemm_cost(OpCase& c, const MatmulShape& s) {
 std::vector<OpCase> matmul_perf(DType act) {
   if (act == DType::F32) return {};
   std::vector<OpCase> v;
+  auto add = [&](MatmulShape s) {
+    OpCase c = matmul_case(act, act, s, 0);
+    set_gemm_cost(c, s);
+    v.push_back(std::move(c));
+  };
   // Qwen3-8B: gate_up at decode batch sizes and a 4k prefill, down, qkv, the LM head at M = 1;
   // Qwen3-30B-A3B's attention projections and router at M = 1;
   // DeepSeek-V3's dense MLP shapes in bf16, the baseline for the fp8 cases below.
@@ -100,10 +105,13 @@ std::vector<OpCase> matmul_perf(DType act) {
                         MatmulShape{1, 5120, 2048, false}, MatmulShape{1, 2048, 4096, false},
                         MatmulShape{1, 128, 2048, false},
                         MatmulShape{64, 18432, 7168, false}, MatmulShape{4096, 18432, 7168, false},
-                        MatmulShape{4096, 7168, 18432, false}}) {
-    OpCase c = matmul_case(act, act, s, 0);
-    set_gemm_cost(c, s);
-    v.push_back(std::move(c));
+                        MatmulShape{4096, 7168, 18432, false}})
+    add(s);
+  // Qwen3-8B's qkv, o_proj, down_proj, and gate_up at more decode batch
+  // sizes of the throughput workload, where a GEMM should stream its weights.
+  for (int m : {16, 32, 128, 256}) {
+    for (auto [n, k] : {std::pair<int, int>{6144, 4096}, {4096, 4096}, {4096, 12288}}) add({m, n, k, false});
+    if (m != 256) add({m, 24576, 4096, false});
   }
   return v;
 }
