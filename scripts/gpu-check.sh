@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # GPU check for the CUDA backend, run on a machine with a GPU:
 #   scripts/gpu-check.sh [BIN_DIR] [STAGE...]
-# BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe` and `libs.tar.xz`,
+# BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe`, `gemm_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe ops perf logits engine graphs bench throughput moe serve v2profile profile timeline musa
+# STAGEs: smi probe gemm ops perf logits engine graphs bench throughput moe serve v2profile profile timeline musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
-# narrows it the same way). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
+# narrows it the same way). `gemm` searches the vendor BLAS' configurations for decode-size GEMMs
+# (scripts/gemm_probe.cu). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
 # DeepSeek-V2-Lite, bf16 and block-FP8, driven by `portllm bench serve`). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `timeline` the kernels of one decode step with their
 # times (ncu; TL_SPECS="Model:input_len ..."); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
@@ -21,7 +22,7 @@ shift || true
 # A carried binary may come xz-compressed (the device tool's copy limit): unpack it next to the libs.
 if [ -n "$BIN" ] && [ -f "$BIN/portllm.xz" ] && [ ! -x "$BIN/portllm" ]; then
   mkdir -p /tmp/pl-bin && xz -dc "$BIN/portllm.xz" >/tmp/pl-bin/portllm && chmod +x /tmp/pl-bin/portllm
-  cp "$BIN"/gpu_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
+  cp "$BIN"/gpu_probe "$BIN"/gemm_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
   BIN=/tmp/pl-bin
 fi
 STAGES=${*:-smi probe ops logits engine graphs bench}
@@ -58,6 +59,13 @@ if has probe && [ -x "$BIN/gpu_probe" ]; then
   row "bf16 GEMM 8192^3 (cuBLAS)" "${TF} TFLOP/s"
   row "fp8 e4m3 GEMM 8192^3 (cuBLASLt)" "$(awk '/^fp8_gemm_TFLOPs M=8192/{sub(/^[^ ]+ M=[0-9]+ N=[0-9]+ K=[0-9]+ /, ""); print}' "$OUT/probe.log") TFLOP/s"
   row "fp8 block-scaled GEMM 4096x18432x7168" "$(awk '/^fp8_block_gemm_TFLOPs M=4096/{sub(/^[^ ]+ M=[0-9]+ N=[0-9]+ K=[0-9]+ /, ""); print}' "$OUT/probe.log") TFLOP/s"
+fi
+
+if has gemm && [ -x "$BIN/gemm_probe" ]; then
+  # Decode-size GEMM configurations of the vendor BLAS (scripts/gemm_probe.cu): default vs the best
+  # heuristic algorithm vs the best with split-K overrides, Qwen3-8B's projections at M = 64-256.
+  "$BIN/gemm_probe" 2>&1 | tee "$OUT/gemm-probe.log"
+  row "gemm search (see gemm-probe.log)" "$(grep -c '^gemm_search' "$OUT/gemm-probe.log") shapes"
 fi
 
 if has ops; then

@@ -39,6 +39,7 @@
 #include "ops/op_args.h"
 #include "ops/registry.h"
 #if !defined(PORTLLM_GPU_MUSA)
+#include "backends/gpu/blas_lt.h"
 #include "backends/gpu/fp8_quant.h"
 #endif
 
@@ -67,14 +68,6 @@ gpuDataType_t lt_out_type(DType t) {
   }
 }
 
-// Largest power of two (<= 256) dividing the address: the alignment cuBLASLt may assume.
-uint32_t alignment_of(const void* p) {
-  const auto v = reinterpret_cast<uintptr_t>(p);
-  uint32_t a = 256;
-  while (a > 1 && v % a != 0) a >>= 1;
-  return a;
-}
-
 // PORTLLM_W8A8: "0" turns this kernel off (the dequantizing paths then serve every shape, e.g. to
 // compare accuracy); "strict" makes every fallback an error (to prove the cuBLASLt path ran).
 enum class Mode { On, Off, Strict };
@@ -88,18 +81,6 @@ Mode mode() {
     PL_THROW("PORTLLM_W8A8={}: expected 0, 1 or strict", s);
   }();
   return m;
-}
-
-// The process' cuBLASLt handle. Unlike a cuBLAS handle it is not tied to a device or context
-// (cuBLAS docs, cublasLtHandle_t), so one serves every GpuDevice. Never destroyed: the driver may be
-// gone by the time static destructors run.
-gpublasLtHandle_t lt_handle() {
-  static gpublasLtHandle_t h = [] {
-    gpublasLtHandle_t r = nullptr;
-    PL_GPUBLAS_CHECK(gpublasLtCreate(&r));
-    return r;
-  }();
-  return h;
 }
 
 // One GEMM problem as cuBLASLt sees it; the heuristic's choice is cached per key.
@@ -125,35 +106,6 @@ std::set<std::string> g_warned;
 
 std::string shape_str(int64_t M, int64_t N, int64_t K, DType out_t) {
   return fmt::format("M={} N={} K={} out={}", M, N, K, dtype_name(out_t));
-}
-
-// RAII for the descriptors of one call (cheap to create; caching them would share mutable scale
-// pointers between threads).
-struct LtCall {
-  gpublasLtMatmulDesc_t desc = nullptr;
-  gpublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  gpublasLtMatmulPreference_t pref = nullptr;
-  ~LtCall() {
-    if (pref) (void)gpublasLtMatmulPreferenceDestroy(pref);
-    if (d) (void)gpublasLtMatrixLayoutDestroy(d);
-    if (b) (void)gpublasLtMatrixLayoutDestroy(b);
-    if (a) (void)gpublasLtMatrixLayoutDestroy(a);
-    if (desc) (void)gpublasLtMatmulDescDestroy(desc);
-  }
-};
-
-// Descriptor setup failures are programming errors (a bad attribute or size): always thrown, with
-// the call and the shape.
-#define PL_LT_CHECK(expr, shape)                                                                        \
-  do {                                                                                                  \
-    gpublasStatus_t pl_lt_st_ = (expr);                                                                 \
-    if (pl_lt_st_ != GPUBLAS_STATUS_SUCCESS)                                                            \
-      PL_THROW("{} ({}): {}: {}", kName, shape, #expr, gpublasGetStatusString(pl_lt_st_));             \
-  } while (0)
-
-template <class T>
-void set_attr(gpublasLtMatmulDesc_t desc, gpublasLtMatmulDescAttributes_t attr, const T& v, const std::string& shape) {
-  PL_LT_CHECK(gpublasLtMatmulDescSetAttribute(desc, attr, &v, sizeof(v)), shape);
 }
 
 void warn_once(const std::string& what) {
@@ -200,24 +152,8 @@ Plan plan_for(const ShapeKey& key, LtCall& c, const std::string& shape) {
     if (it != g_plans.end()) return it->second;
   }
   Plan p;
-  PL_LT_CHECK(gpublasLtMatmulPreferenceCreate(&c.pref), shape);
-  const uint64_t ws = kMaxWorkspace;
-  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
-              shape);
-  // Tell the heuristic the alignment these pointers really have (its default assumes 256 bytes).
   const uint32_t al_b = 256;  // x8 lives in a fresh scratch allocation
-  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &key.align_a,
-                                                    sizeof(key.align_a)),
-              shape);
-  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b,
-                                                    sizeof(al_b)),
-              shape);
-  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &key.align_d,
-                                                    sizeof(key.align_d)),
-              shape);
-  PL_LT_CHECK(gpublasLtMatmulPreferenceSetAttribute(c.pref, GPUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &key.align_d,
-                                                    sizeof(key.align_d)),
-              shape);
+  lt_preference(c, kMaxWorkspace, key.align_a, al_b, key.align_d, kName, shape);
   gpublasLtMatmulHeuristicResult_t r{};
   int found = 0;
   const gpublasStatus_t st =
@@ -270,16 +206,16 @@ void matmul_fp8_w8a8(const MatmulArgs& a, Stream& s) {
 
   LtCall c;
   const gpuDataType_t dt = lt_out_type(a.out.dtype);
-  PL_LT_CHECK(gpublasLtMatmulDescCreate(&c.desc, GPUBLAS_COMPUTE_32F, GPU_R_32F), shape);
-  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSA, int32_t(GPUBLAS_OP_T), shape);
-  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSB, int32_t(GPUBLAS_OP_N), shape);
-  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F), shape);
-  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F), shape);
-  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(a.w_scale.data), shape);
-  set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(xs.get()), shape);
-  PL_LT_CHECK(gpublasLtMatrixLayoutCreate(&c.a, GPU_R_8F_E4M3, uint64_t(K), uint64_t(N), a.w.strides[0]), shape);
-  PL_LT_CHECK(gpublasLtMatrixLayoutCreate(&c.b, GPU_R_8F_E4M3, uint64_t(K), uint64_t(Mp), K), shape);
-  PL_LT_CHECK(gpublasLtMatrixLayoutCreate(&c.d, dt, uint64_t(N), uint64_t(Mp), ldd), shape);
+  PL_LT_CHECK(kName, gpublasLtMatmulDescCreate(&c.desc, GPUBLAS_COMPUTE_32F, GPU_R_32F), shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSA, int32_t(GPUBLAS_OP_T), kName, shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSB, int32_t(GPUBLAS_OP_N), kName, shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F), kName, shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F), kName, shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(a.w_scale.data), kName, shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(xs.get()), kName, shape);
+  PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.a, GPU_R_8F_E4M3, uint64_t(K), uint64_t(N), a.w.strides[0]), shape);
+  PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.b, GPU_R_8F_E4M3, uint64_t(K), uint64_t(Mp), K), shape);
+  PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.d, dt, uint64_t(N), uint64_t(Mp), ldd), shape);
 
   const int dev = dynamic_cast<GpuStream&>(s).device().index();
   const ShapeKey key{dev, N, Mp, K, a.w.strides[0], ldd, a.out.dtype, alignment_of(a.w.data), alignment_of(d)};

@@ -51,6 +51,9 @@ using musaDataType_t = cudaDataType_t;
 #define musaStreamEndCapture cudaStreamEndCapture
 #define musaStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define musaStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+using musaStreamCaptureStatus = cudaStreamCaptureStatus;
+#define musaStreamIsCapturing cudaStreamIsCapturing
+#define musaStreamCaptureStatusNone cudaStreamCaptureStatusNone
 // The MUSA SDK keeps CUDA 11's five-argument form; CUDA 12+ takes (exec, graph, flags).
 inline cudaError_t musaGraphInstantiate(musaGraphExec_t* exec, musaGraph_t graph, cudaGraphNode_t* error_node,
                                         char* log, size_t log_size) {

@@ -84,6 +84,9 @@ using gpublasComputeType_t = musaDataType_t;
 #define gpuStreamEndCapture musaStreamEndCapture
 #define gpuStreamCaptureModeThreadLocal musaStreamCaptureModeThreadLocal
 #define gpuStreamCaptureModeRelaxed musaStreamCaptureModeRelaxed
+using gpuStreamCaptureStatus = musaStreamCaptureStatus;
+#define gpuStreamIsCapturing musaStreamIsCapturing
+#define gpuStreamCaptureStatusNone musaStreamCaptureStatusNone
 // MUSA keeps the five-argument form (exec, graph, error node, log buffer, log size), as torch_musa
 // and the ONNX Runtime MUSA provider call it.
 #define gpuGraphInstantiate(exec, graph) musaGraphInstantiate((exec), (graph), nullptr, nullptr, 0)

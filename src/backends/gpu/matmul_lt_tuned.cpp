@@ -1,0 +1,281 @@
+// MATMUL at decode sizes (M <= kMaxRows) through cuBLASLt with the algorithm chosen by timing,
+// NVIDIA only (ARCHITECTURE.md rule 4; the portable sibling is gpu.matmul_blas, matmul.cpp).
+//
+// Why: cublasGemmEx's default algorithm is a heuristic pick, and at decode batch sizes, where a
+// GEMM should stream its weights at the memory bandwidth, it leaves much of it unused (Qwen3-8B's
+// gate_up at M = 111-166: ~58-61 us against 47 us of streaming; BENCHMARKS.md, seventh session).
+// The first call for a problem (device, M, N, K, strides, dtypes, alignments) times cublasGemmEx
+// and every algorithm cuBLASLt's heuristic offers (up to kCandidates, split-K ones included) on the
+// call's own operands, each run after an L2 flush so the weights come from memory as they do in a
+// model step, and keeps the fastest by median; later calls reuse the choice. Decode graphs run
+// each batch size eagerly once before capturing it (decode_graphs.cpp), so the captured steps use
+// tuned choices. A call made while its stream is capturing never times anything: it uses the
+// cached choice, or cublasGemmEx when there is none.
+//
+// The row-major problem out[M,N] = x[M,K] W[N,K]^T is, as in matmul.cpp, the column-major
+// D = op(A) B with A = W (transa = T), B = x, D = out: m = N, n = M, k = K.
+//
+// PORTLLM_GEMM_TUNE: "0" turns this kernel off (gpu.matmul_blas then serves every shape);
+// "verbose" prints one line per tuned problem: cublasGemmEx's time and the chosen algorithm's.
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "backends/gpu/gpu_check.h"
+#include "backends/gpu/gpu_device.h"
+#include "backends/gpu/gpu_kernels.h"
+#include "backends/gpu/gpu_runtime.h"
+#include "ops/op_args.h"
+#include "ops/registry.h"
+#if !defined(PORTLLM_GPU_MUSA)
+#include "backends/gpu/blas_lt.h"
+#endif
+
+namespace portllm::gpu {
+
+#if !defined(PORTLLM_GPU_MUSA)
+namespace {
+constexpr auto kKind = kGpuKind;
+constexpr const char* kName = "gpu.matmul_lt_tuned";
+// Decode batch sizes (the default graph sizes end at 256; a few mixed steps go above). Larger
+// problems are compute bound, where cuBLAS' default choice is good (prefill at 0.63-0.65 of the
+// bf16 peak), and their many distinct M would each cost a tuning.
+constexpr int64_t kMaxRows = 512;
+constexpr int kCandidates = 16;
+constexpr int kReps = 3;
+constexpr size_t kMaxWorkspace = size_t(32) << 20;  // cuBLAS' recommendation for Hopper
+// Written before each timed run to evict the operands from L2 (50 MiB on H100/H200).
+constexpr size_t kFlushBytes = size_t(128) << 20;
+
+enum class Mode { On, Off, Verbose };
+Mode mode() {
+  static const Mode m = [] {
+    const char* v = std::getenv("PORTLLM_GEMM_TUNE");
+    const std::string s = v ? v : "";
+    if (s.empty() || s == "1") return Mode::On;
+    if (s == "0") return Mode::Off;
+    if (s == "verbose") return Mode::Verbose;
+    PL_THROW("PORTLLM_GEMM_TUNE={}: expected 0, 1 or verbose", s);
+  }();
+  return m;
+}
+
+gpuDataType_t blas_type(DType t) {
+  switch (t) {
+    case DType::F32: return GPU_R_32F;
+    case DType::BF16: return GPU_R_16BF;
+    case DType::F16: return GPU_R_16F;
+    default: PL_THROW("{}: unsupported dtype {}", kName, dtype_name(t));
+  }
+}
+
+struct Problem {
+  int device;
+  int64_t m, n, k, lda, ldb, ldd;
+  DType in_t, out_t;
+  uint32_t align_a, align_b, align_d;
+  auto tie() const { return std::tie(device, m, n, k, lda, ldb, ldd, in_t, out_t, align_a, align_b, align_d); }
+  bool operator<(const Problem& o) const { return tie() < o.tie(); }
+};
+
+// The tuned choice: a cuBLASLt algorithm, or cublasGemmEx's default when it was the fastest (or
+// nothing could be timed).
+struct Choice {
+  bool lt = false;
+  gpublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+};
+
+std::mutex g_mu;
+std::map<Problem, Choice> g_choices;
+
+// One GEMM's operands; beta = 1 adds onto D (the bias broadcast into out beforehand).
+struct Gemm {
+  const void* w;
+  const void* x;
+  void* d;
+  float beta;
+};
+
+std::string shape_str(const Problem& p) {
+  return fmt::format("M={} N={} K={} {}->{}", p.n, p.m, p.k, dtype_name(p.in_t), dtype_name(p.out_t));
+}
+
+void describe(LtCall& c, const Problem& p, const std::string& shape) {
+  PL_LT_CHECK(kName, gpublasLtMatmulDescCreate(&c.desc, GPUBLAS_COMPUTE_32F, GPU_R_32F), shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSA, int32_t(GPUBLAS_OP_T), kName, shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSB, int32_t(GPUBLAS_OP_N), kName, shape);
+  const gpuDataType_t in = blas_type(p.in_t), out = blas_type(p.out_t);
+  PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.a, in, uint64_t(p.k), uint64_t(p.m), p.lda), shape);
+  PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.b, in, uint64_t(p.k), uint64_t(p.n), p.ldb), shape);
+  PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.d, out, uint64_t(p.m), uint64_t(p.n), p.ldd), shape);
+}
+
+gpublasStatus_t run_gemm_ex(const Problem& p, const Gemm& g, gpublasHandle_t h) {
+  const float alpha = 1.f;
+  return gpublasGemmEx(h, GPUBLAS_OP_T, GPUBLAS_OP_N, int(p.m), int(p.n), int(p.k), &alpha, g.w, blas_type(p.in_t),
+                       int(p.lda), g.x, blas_type(p.in_t), int(p.ldb), &g.beta, g.d, blas_type(p.out_t), int(p.ldd),
+                       GPUBLAS_COMPUTE_32F, GPUBLAS_GEMM_DEFAULT);
+}
+
+gpublasStatus_t run_lt(const LtCall& c, const gpublasLtMatmulAlgo_t& algo, void* ws, size_t ws_bytes, const Gemm& g,
+                       gpuStream_t st) {
+  const float alpha = 1.f;
+  return gpublasLtMatmul(lt_handle(), c.desc, &alpha, g.w, c.a, g.x, c.b, &g.beta, g.d, c.d, g.d, c.d, &algo, ws,
+                         ws_bytes, st);
+}
+
+int algo_config(const gpublasLtMatmulAlgo_t& a, decltype(GPUBLASLT_ALGO_CONFIG_TILE_ID) attr) {
+  int32_t v = -1;
+  size_t written = 0;
+  (void)gpublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof(v), &written);
+  return v;
+}
+
+// Times cublasGemmEx and the heuristic's candidates for p into a scratch D; returns the fastest.
+Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::string& shape) {
+  auto& gs = dynamic_cast<GpuStream&>(s);
+  const gpuStream_t st = gs.get();
+  gpublasHandle_t h = gs.device().blas(st);
+
+  lt_preference(c, kMaxWorkspace, p.align_a, p.align_b, p.align_d, kName, shape);
+  std::vector<gpublasLtMatmulHeuristicResult_t> found(kCandidates);
+  int n_found = 0;
+  if (gpublasLtMatmulAlgoGetHeuristic(lt_handle(), c.desc, c.a, c.b, c.d, c.d, c.pref, kCandidates, found.data(),
+                                      &n_found) != GPUBLAS_STATUS_SUCCESS)
+    n_found = 0;
+  found.resize(size_t(std::max(n_found, 0)));
+
+  auto dscratch = scratch(s, size_t(p.m * p.n) * dtype_size(p.out_t));
+  auto ws = scratch(s, kMaxWorkspace);
+  auto flush = scratch(s, kFlushBytes);
+  const Gemm t{g.w, g.x, dscratch.get(), 0.f};  // timed runs write the scratch D
+  // Candidate 0 is cublasGemmEx; candidate i > 0 is found[i - 1]. One untimed run each first: it
+  // drops candidates that fail and takes first-call costs out of the timing.
+  auto run = [&](size_t i) {
+    return i == 0 ? run_gemm_ex(p, t, h) : run_lt(c, found[i - 1].algo, ws.get(), kMaxWorkspace, t, st);
+  };
+  std::vector<size_t> live;
+  for (size_t i = 0; i <= found.size(); ++i)
+    if (run(i) == GPUBLAS_STATUS_SUCCESS) live.push_back(i);
+  PL_CHECK(!live.empty() && live[0] == 0, "{} ({}): cublasGemmEx fails for this problem", kName, shape);
+
+  std::vector<gpuEvent_t> ev(live.size() * kReps * 2);
+  for (auto& e : ev) PL_GPU_CHECK(gpuEventCreate(&e));
+  for (int r = 0; r < kReps; ++r)
+    for (size_t j = 0; j < live.size(); ++j) {
+      PL_GPU_CHECK(gpuMemsetAsync(flush.get(), r, kFlushBytes, st));
+      gpuEvent_t* e = &ev[(j * kReps + size_t(r)) * 2];
+      PL_GPU_CHECK(gpuEventRecord(e[0], st));
+      (void)run(live[j]);
+      PL_GPU_CHECK(gpuEventRecord(e[1], st));
+    }
+  PL_GPU_CHECK(gpuEventSynchronize(ev.back()));
+  std::vector<float> median(live.size());
+  for (size_t j = 0; j < live.size(); ++j) {
+    float ms[kReps];
+    for (int r = 0; r < kReps; ++r)
+      PL_GPU_CHECK(gpuEventElapsedTime(&ms[r], ev[(j * kReps + size_t(r)) * 2], ev[(j * kReps + size_t(r)) * 2 + 1]));
+    std::sort(ms, ms + kReps);
+    median[j] = ms[kReps / 2];
+  }
+  for (auto& e : ev) (void)gpuEventDestroy(e);
+
+  const size_t best = size_t(std::min_element(median.begin(), median.end()) - median.begin());
+  Choice ch;
+  if (live[best] != 0) {
+    const auto& r = found[live[best] - 1];
+    ch.lt = true;
+    ch.algo = r.algo;
+    ch.workspace = r.workspaceSize;
+  }
+  if (mode() == Mode::Verbose) {
+    std::string pick = "cublasGemmEx";
+    if (ch.lt)
+      pick = fmt::format("cuBLASLt #{} (tile {}, split-k {})", live[best] - 1,
+                         algo_config(ch.algo, GPUBLASLT_ALGO_CONFIG_TILE_ID),
+                         algo_config(ch.algo, GPUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+    fmt::print(stderr, "portllm: gemm tune {}: cublasGemmEx {:.1f} us, {} {:.1f} us ({} of {} candidates ran)\n",
+               shape, median[0] * 1e3f, pick, median[best] * 1e3f, live.size(), found.size() + 1);
+  }
+  return ch;
+}
+
+bool capturing(Stream& s) {
+  gpuStreamCaptureStatus cs = gpuStreamCaptureStatusNone;
+  PL_GPU_CHECK(gpuStreamIsCapturing(native_stream(s), &cs));
+  return cs != gpuStreamCaptureStatusNone;
+}
+
+void matmul_lt_tuned(const MatmulArgs& a, Stream& s) {
+  const int64_t M = a.x.size(0), N = a.w.size(0), K = a.w.size(1);
+  PL_CHECK(a.x.size(1) == K && a.out.size(0) == M && a.out.size(1) == N, "{}: x {} W {} out {}", kName,
+           a.x.shape_str(), a.w.shape_str(), a.out.shape_str());
+  if (M == 0 || N == 0) return;
+  const bool has_bias = a.bias.defined();
+  if (has_bias)
+    launch_bias_fill(a.out.data, a.out.dtype, a.out.strides[0], a.bias.data, a.bias.dtype, M, N, native_stream(s));
+  const Gemm g{a.w.data, a.x.data, a.out.data, has_bias ? 1.f : 0.f};
+  auto& gs = dynamic_cast<GpuStream&>(s);
+  const Problem p{gs.device().index(),
+                  N,
+                  M,
+                  K,
+                  a.w.strides[0],
+                  a.x.strides[0],
+                  a.out.strides[0],
+                  a.x.dtype,
+                  a.out.dtype,
+                  alignment_of(a.w.data),
+                  alignment_of(a.x.data),
+                  alignment_of(a.out.data)};
+  const std::string shape = shape_str(p);
+  LtCall c;
+  describe(c, p, shape);
+
+  Choice ch;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_choices.find(p);
+    if (it != g_choices.end()) ch = it->second, known = true;
+  }
+  if (!known && !capturing(s)) {
+    ch = tune(p, c, g, s, shape);
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_choices.emplace(p, ch);
+  }
+  if (ch.lt) {
+    std::shared_ptr<void> ws;
+    if (ch.workspace > 0) ws = scratch(s, ch.workspace);
+    const gpublasStatus_t st = run_lt(c, ch.algo, ws.get(), ch.workspace, g, native_stream(s));
+    if (st == GPUBLAS_STATUS_SUCCESS) return;
+    PL_THROW("{} ({}): cublasLtMatmul with the tuned algorithm failed: {}", kName, shape,
+             gpublasGetStatusString(st));
+  }
+  PL_GPUBLAS_CHECK(run_gemm_ex(p, g, gs.device().blas(gs.get())));
+}
+
+// Matching bf16/f16 operands, out in their dtype or f32 (the logits), at decode sizes.
+bool supports(const OpDesc& d, const DeviceCaps& c) {
+  if (mode() == Mode::Off || c.vendor != "nvidia" || !c.bf16_blas) return false;
+  const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
+  if ((x != DType::BF16 && x != DType::F16) || w != x || (o != x && o != DType::F32)) return false;
+  const int64_t M = d.dim[0];
+  return M >= 1 && M <= kMaxRows;
+}
+}  // namespace
+
+void register_matmul_lt_tuned_kernels() {
+  // Above gpu.matmul_blas (10), below the M = 1 GEMV (20).
+  register_kernel<MatmulArgs>(Op::MATMUL, kKind, kName, 15, supports, matmul_lt_tuned);
+}
+#else
+void register_matmul_lt_tuned_kernels() {}  // NVIDIA-only fast path; MUSA uses gpu.matmul_blas
+#endif
+
+}  // namespace portllm::gpu
