@@ -25,7 +25,7 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--kv-dtype,--kv-cache-dtype", c.kv_dtype, "auto | f32 | f16 | bf16")->capture_default_str();
   cmd->add_option("--page-size,--block-size", c.page_size, "tokens per KV block (default: the backend's preference)");
   cmd->add_option("--cuda-graph-bs", c.cuda_graph_batch_sizes,
-                  "decode batch sizes captured as CUDA/MUSA graphs (default 1,2,4,8,16,24,32,48,...,256 up to --max-num-seqs)")
+                  "decode batch sizes captured as CUDA/MUSA graphs (default 1,2,4,8,16,24,...,256 up to --max-num-seqs)")
       ->delimiter(',');
   cmd->add_flag("--disable-cuda-graph", c.disable_cuda_graph, "never replay decode steps from graphs");
   cmd->add_flag("--enable-prefix-caching", o.enable_prefix_caching, "reuse the KV cache of shared prompt prefixes (default on)");
