@@ -33,7 +33,7 @@ elseif(PORTLLM_HAVE_GPU AND PORTLLM_GPU_SOURCES)
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wno-unused-parameter>)
   # The CUDA runtime is linked statically: it loads the driver (libcuda.so) lazily, so the binary
   # starts, and the CPU backend works, on machines with the toolkit but no GPU or driver (CI).
-  # cuBLASLt: the block-scaled FP8 (W8A8) GEMM of matmul_fp8_w8a8.cpp.
+  # cuBLASLt: the block-scaled FP8 (W8A8) GEMM of matmul_fp8_w8a8.cpp, the tuned GEMM of matmul_lt_tuned.cpp.
   target_link_libraries(portllm_backends_gpu PUBLIC portllm_ops CUDA::cudart_static CUDA::cublas CUDA::cublasLt)
   list(APPEND PORTLLM_AREA_TARGETS portllm_backends_gpu)
   message(STATUS "portllm: GPU backend ON (CUDA ${CMAKE_CUDA_COMPILER_VERSION}, archs ${CMAKE_CUDA_ARCHITECTURES})")

@@ -18,15 +18,6 @@
 namespace portllm::gpu {
 
 namespace {
-gpuDataType_t blas_type(DType t) {
-  switch (t) {
-    case DType::F32: return GPU_R_32F;
-    case DType::BF16: return GPU_R_16BF;
-    case DType::F16: return GPU_R_16F;
-    default: PL_THROW("gpu batched matmul: unsupported dtype {}", dtype_name(t));
-  }
-}
-
 bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 
 void batched_matmul(const BatchedMatmulArgs& a, Stream& s) {

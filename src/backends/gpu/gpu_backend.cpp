@@ -15,6 +15,7 @@ void register_gpu_backend() {
   done = true;
   gpu::register_pointwise_kernels();
   gpu::register_matmul_kernels();
+  gpu::register_matmul_lt_tuned_kernels();
   gpu::register_batched_matmul_kernels();
   gpu::register_gemv_kernels();
   gpu::register_attention_kernels();

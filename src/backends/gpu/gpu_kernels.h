@@ -11,6 +11,7 @@ namespace portllm::gpu {
 
 void register_pointwise_kernels();
 void register_matmul_kernels();
+void register_matmul_lt_tuned_kernels();  // matmul_lt_tuned.cpp: MATMUL at decode sizes, algorithm chosen by timing (cuBLASLt)
 void register_batched_matmul_kernels();  // batched_matmul.cpp: BATCHED_MATMUL (strided-batched BLAS)
 void register_gemv_kernels();
 void register_attention_kernels();
@@ -40,5 +41,8 @@ void launch_convert(void* dst, DType dst_t, const void* src, DType src_t, int64_
                     int64_t dst_ld, int64_t src_ld, void* stream);
 void launch_bias_fill(void* out, DType out_t, int64_t out_ld, const void* bias, DType bias_t, int64_t rows,
                       int64_t cols, void* stream);
+// Reads `bytes` of buf (larger than the L2 cache) so the next kernel's operands come from memory
+// (l2_flush.cu; kernel timing).
+void launch_l2_flush(void* buf, size_t bytes, void* stream);
 
 }  // namespace portllm::gpu

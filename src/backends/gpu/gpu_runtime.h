@@ -22,6 +22,8 @@ gpuStream_t native_stream(Stream& s);
 // Scratch device memory, returned to the cache when the owner is released (stream-ordered reuse).
 std::shared_ptr<void> scratch(Stream& s, size_t bytes);
 const DeviceCaps& caps_of(Stream& s);
+// The BLAS element type of a float dtype (f32, bf16, f16; throws otherwise). matmul.cpp.
+gpuDataType_t blas_type(DType t);
 // Whether 16-byte vector loads from p are legal (kernels check views before taking a vector path).
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 // Throws portllm::Error naming `what` if the last launch failed.

@@ -15,17 +15,17 @@
 
 namespace portllm::gpu {
 
-namespace {
-constexpr auto kKind = kGpuKind;
-
 gpuDataType_t blas_type(DType t) {
   switch (t) {
     case DType::F32: return GPU_R_32F;
     case DType::BF16: return GPU_R_16BF;
     case DType::F16: return GPU_R_16F;
-    default: PL_THROW("gpu matmul: unsupported dtype {}", dtype_name(t));
+    default: PL_THROW("gpu BLAS: unsupported dtype {}", dtype_name(t));
   }
 }
+
+namespace {
+constexpr auto kKind = kGpuKind;
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 

@@ -26,15 +26,6 @@ constexpr int64_t kBlasMinRows = 32;
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
 
-gpuDataType_t blas_type(DType t) {
-  switch (t) {
-    case DType::F32: return GPU_R_32F;
-    case DType::BF16: return GPU_R_16BF;
-    case DType::F16: return GPU_R_16F;
-    default: PL_THROW("gpu fp8 matmul: unsupported dtype {}", dtype_name(t));
-  }
-}
-
 // The scale layout as (block_n, block_k, row stride, column stride); a per-tensor scale is one
 // block covering W.
 struct ScaleLayout {

@@ -1,16 +1,20 @@
 // MATMUL at decode sizes (M <= kMaxRows) through cuBLASLt with the algorithm chosen by timing,
 // NVIDIA only (ARCHITECTURE.md rule 4; the portable sibling is gpu.matmul_blas, matmul.cpp).
 //
-// Why: cublasGemmEx's default algorithm is a heuristic pick, and at decode batch sizes, where a
-// GEMM should stream its weights at the memory bandwidth, it leaves much of it unused (Qwen3-8B's
-// gate_up at M = 111-166: ~58-61 us against 47 us of streaming; BENCHMARKS.md, seventh session).
+// Why: cublasGemmEx's default algorithm is a heuristic pick, and at some decode batch sizes it is
+// far from the best the library has. scripts/gemm_probe.cu (gpu-check.sh `gemm`, H200, weights
+// rotated so they come from memory) on Qwen3-8B's projections: down_proj (4096 x 12288) at M = 192
+// 55.1 us by default against 38.8 us for another of the heuristic's algorithms, o_proj (4096 x
+// 4096) at M = 256 19.4 against 16.6; elsewhere within 0-5%.
 // The first call for a problem (device, M, N, K, strides, dtypes, alignments) times cublasGemmEx
 // and every algorithm cuBLASLt's heuristic offers (up to kCandidates, split-K ones included) on the
-// call's own operands, each run after an L2 flush so the weights come from memory as they do in a
-// model step, and keeps the fastest by median; later calls reuse the choice. Decode graphs run
-// each batch size eagerly once before capturing it (decode_graphs.cpp), so the captured steps use
-// tuned choices. A call made while its stream is capturing never times anything: it uses the
-// cached choice, or cublasGemmEx when there is none.
+// call's own operands, each run after an L2 eviction that only reads (l2_flush.cu) so the weights
+// come from memory as in a model step, and keeps the fastest by median; later calls reuse the
+// choice. Only the batch sizes decode graphs capture are timed (M a power of two or a multiple of
+// 8): decode graphs run each size eagerly once before capturing it (decode_graphs.cpp), so the
+// captured steps use tuned choices and no step of a running engine waits for a tuning. Another M
+// takes the choice of the next multiple of 8 when cuBLASLt accepts it for this M (AlgoCheck),
+// else cublasGemmEx. A call made while its stream is capturing never times anything either.
 //
 // The row-major problem out[M,N] = x[M,K] W[N,K]^T is, as in matmul.cpp, the column-major
 // D = op(A) B with A = W (transa = T), B = x, D = out: m = N, n = M, k = K.
@@ -41,14 +45,13 @@ namespace portllm::gpu {
 namespace {
 constexpr auto kKind = kGpuKind;
 constexpr const char* kName = "gpu.matmul_lt_tuned";
-// Decode batch sizes (the default graph sizes end at 256; a few mixed steps go above). Larger
-// problems are compute bound, where cuBLAS' default choice is good (prefill at 0.63-0.65 of the
-// bf16 peak), and their many distinct M would each cost a tuning.
-constexpr int64_t kMaxRows = 512;
+// Decode batch sizes (the default graph sizes end at 256). Larger problems are compute bound, where
+// cuBLAS' default choice is good (prefill at 0.63-0.65 of the bf16 peak).
+constexpr int64_t kMaxRows = 256;
 constexpr int kCandidates = 16;
-constexpr int kReps = 3;
+constexpr int kReps = 5;
 constexpr size_t kMaxWorkspace = size_t(32) << 20;  // cuBLAS' recommendation for Hopper
-// Written before each timed run to evict the operands from L2 (50 MiB on H100/H200).
+// Read before each timed run to evict the operands from L2 (50 MiB on H100/H200).
 constexpr size_t kFlushBytes = size_t(128) << 20;
 
 enum class Mode { On, Off, Verbose };
@@ -62,15 +65,6 @@ Mode mode() {
     PL_THROW("PORTLLM_GEMM_TUNE={}: expected 0, 1 or verbose", s);
   }();
   return m;
-}
-
-gpuDataType_t blas_type(DType t) {
-  switch (t) {
-    case DType::F32: return GPU_R_32F;
-    case DType::BF16: return GPU_R_16BF;
-    case DType::F16: return GPU_R_16F;
-    default: PL_THROW("{}: unsupported dtype {}", kName, dtype_name(t));
-  }
 }
 
 struct Problem {
@@ -153,6 +147,7 @@ Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::st
   auto dscratch = scratch(s, size_t(p.m * p.n) * dtype_size(p.out_t));
   auto ws = scratch(s, kMaxWorkspace);
   auto flush = scratch(s, kFlushBytes);
+  PL_GPU_CHECK(gpuMemsetAsync(flush.get(), 0, kFlushBytes, st));
   const Gemm t{g.w, g.x, dscratch.get(), 0.f};  // timed runs write the scratch D
   // Candidate 0 is cublasGemmEx; candidate i > 0 is found[i - 1]. One untimed run each first: it
   // drops candidates that fail and takes first-call costs out of the timing.
@@ -168,7 +163,7 @@ Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::st
   for (auto& e : ev) PL_GPU_CHECK(gpuEventCreate(&e));
   for (int r = 0; r < kReps; ++r)
     for (size_t j = 0; j < live.size(); ++j) {
-      PL_GPU_CHECK(gpuMemsetAsync(flush.get(), r, kFlushBytes, st));
+      launch_l2_flush(flush.get(), kFlushBytes, st);
       gpuEvent_t* e = &ev[(j * kReps + size_t(r)) * 2];
       PL_GPU_CHECK(gpuEventRecord(e[0], st));
       (void)run(live[j]);
@@ -203,6 +198,18 @@ Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::st
                shape, median[0] * 1e3f, pick, median[best] * 1e3f, live.size(), found.size() + 1);
   }
   return ch;
+}
+
+// The batch sizes that get timed: those decode graphs capture (DecodeGraphs::default_sizes).
+bool timed_size(int64_t m) { return m % 8 == 0 || (m & (m - 1)) == 0; }
+
+// Whether cuBLASLt accepts algo for the problem c describes (a choice borrowed from another M).
+bool accepts(LtCall& c, const gpublasLtMatmulAlgo_t& algo, size_t& workspace) {
+  gpublasLtMatmulHeuristicResult_t r{};
+  if (gpublasLtMatmulAlgoCheck(lt_handle(), c.desc, c.a, c.b, c.d, c.d, &algo, &r) != GPUBLAS_STATUS_SUCCESS)
+    return false;
+  workspace = r.workspaceSize;
+  return workspace <= kMaxWorkspace;
 }
 
 bool capturing(Stream& s) {
@@ -244,10 +251,24 @@ void matmul_lt_tuned(const MatmulArgs& a, Stream& s) {
     auto it = g_choices.find(p);
     if (it != g_choices.end()) ch = it->second, known = true;
   }
-  if (!known && !capturing(s)) {
+  if (!known && timed_size(M) && !capturing(s)) {
     ch = tune(p, c, g, s, shape);
     std::lock_guard<std::mutex> lock(g_mu);
     g_choices.emplace(p, ch);
+  } else if (!known && !timed_size(M)) {
+    Problem q = p;
+    q.n = (M + 7) / 8 * 8;  // the next timed size
+    bool borrowed = false;
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      auto it = g_choices.find(q);
+      if (it != g_choices.end()) ch = it->second, borrowed = true;
+    }
+    if (borrowed) {
+      if (ch.lt && !accepts(c, ch.algo, ch.workspace)) ch = Choice{};
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_choices.emplace(p, ch);
+    }
   }
   if (ch.lt) {
     std::shared_ptr<void> ws;

@@ -66,6 +66,9 @@ using gpublasComputeType_t = cublasComputeType_t;
 #define gpuStreamEndCapture cudaStreamEndCapture
 #define gpuStreamCaptureModeThreadLocal cudaStreamCaptureModeThreadLocal
 #define gpuStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+using gpuStreamCaptureStatus = cudaStreamCaptureStatus;
+#define gpuStreamIsCapturing cudaStreamIsCapturing
+#define gpuStreamCaptureStatusNone cudaStreamCaptureStatusNone
 // CUDA 12+ form (graph exec, graph, flags).
 #define gpuGraphInstantiate(exec, graph) cudaGraphInstantiate((exec), (graph), 0ULL)
 #define gpuGraphLaunch cudaGraphLaunch
@@ -89,7 +92,9 @@ using gpublasComputeType_t = cublasComputeType_t;
 #define GPU_R_16BF CUDA_R_16BF
 #define GPU_R_8F_E4M3 CUDA_R_8F_E4M3
 
-// BLASLt (cuBLASLt): the block-scaled FP8 GEMM of matmul_fp8_w8a8.cpp and scripts/gpu_probe.cu.
+// BLASLt (cuBLASLt): the block-scaled FP8 GEMM of matmul_fp8_w8a8.cpp, the timed-algorithm GEMM of
+// matmul_lt_tuned.cpp, scripts/gpu_probe.cu and scripts/gemm_probe.cu (which also sets algorithm
+// configurations).
 // Descriptor attributes are set as int32_t / pointers / uint64_t, as cublasLt.h documents each.
 using gpublasLtHandle_t = cublasLtHandle_t;
 using gpublasLtMatmulDesc_t = cublasLtMatmulDesc_t;
@@ -110,6 +115,11 @@ using gpublasLtMatmulDescAttributes_t = cublasLtMatmulDescAttributes_t;
 #define gpublasLtMatmulPreferenceSetAttribute cublasLtMatmulPreferenceSetAttribute
 #define gpublasLtMatmulAlgoGetHeuristic cublasLtMatmulAlgoGetHeuristic
 #define gpublasLtMatmul cublasLtMatmul
+#define gpublasLtMatmulAlgoCheck cublasLtMatmulAlgoCheck
+#define gpublasLtMatmulAlgoConfigGetAttribute cublasLtMatmulAlgoConfigGetAttribute
+#define gpublasLtMatmulAlgoConfigSetAttribute cublasLtMatmulAlgoConfigSetAttribute
+#define GPUBLASLT_ALGO_CONFIG_TILE_ID CUBLASLT_ALGO_CONFIG_TILE_ID
+#define GPUBLASLT_ALGO_CONFIG_SPLITK_NUM CUBLASLT_ALGO_CONFIG_SPLITK_NUM
 #define GPUBLASLT_MATMUL_DESC_TRANSA CUBLASLT_MATMUL_DESC_TRANSA
 #define GPUBLASLT_MATMUL_DESC_TRANSB CUBLASLT_MATMUL_DESC_TRANSB
 #define GPUBLASLT_MATMUL_DESC_A_SCALE_MODE CUBLASLT_MATMUL_DESC_A_SCALE_MODE
