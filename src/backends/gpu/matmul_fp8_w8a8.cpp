@@ -25,13 +25,13 @@
 //    with zero rows, and then D goes to scratch and its first M rows are copied out.
 // Scale pointers must be 16-byte aligned.
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <tuple>
 
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_check.h"
 #include "backends/gpu/gpu_device.h"
 #include "backends/gpu/gpu_kernels.h"
@@ -70,16 +70,9 @@ gpuDataType_t lt_out_type(DType t) {
 
 // PORTLLM_W8A8: "0" turns this kernel off (the dequantizing paths then serve every shape, e.g. to
 // compare accuracy); "strict" makes every fallback an error (to prove the cuBLASLt path ran).
-enum class Mode { On, Off, Strict };
+enum class Mode { On, Off, Strict };  // in env_switch's word order
 Mode mode() {
-  static const Mode m = [] {
-    const char* v = std::getenv("PORTLLM_W8A8");
-    const std::string s = v ? v : "";
-    if (s.empty() || s == "1") return Mode::On;
-    if (s == "0") return Mode::Off;
-    if (s == "strict") return Mode::Strict;
-    PL_THROW("PORTLLM_W8A8={}: expected 0, 1 or strict", s);
-  }();
+  static const Mode m = Mode(env_switch("PORTLLM_W8A8", {"1", "0", "strict"}, 0));
   return m;
 }
 

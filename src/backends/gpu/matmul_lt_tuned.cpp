@@ -22,13 +22,13 @@
 // PORTLLM_GEMM_TUNE: "0" turns this kernel off (gpu.matmul_blas then serves every shape);
 // "verbose" prints one line per tuned problem: cublasGemmEx's time and the chosen algorithm's.
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_check.h"
 #include "backends/gpu/gpu_device.h"
 #include "backends/gpu/gpu_kernels.h"
@@ -54,16 +54,9 @@ constexpr size_t kMaxWorkspace = size_t(32) << 20;  // cuBLAS' recommendation fo
 // Read before each timed run to evict the operands from L2 (50 MiB on H100/H200).
 constexpr size_t kFlushBytes = size_t(128) << 20;
 
-enum class Mode { On, Off, Verbose };
+enum class Mode { On, Off, Verbose };  // in env_switch's word order
 Mode mode() {
-  static const Mode m = [] {
-    const char* v = std::getenv("PORTLLM_GEMM_TUNE");
-    const std::string s = v ? v : "";
-    if (s.empty() || s == "1") return Mode::On;
-    if (s == "0") return Mode::Off;
-    if (s == "verbose") return Mode::Verbose;
-    PL_THROW("PORTLLM_GEMM_TUNE={}: expected 0, 1 or verbose", s);
-  }();
+  static const Mode m = Mode(env_switch("PORTLLM_GEMM_TUNE", {"1", "0", "verbose"}, 0));
   return m;
 }
 

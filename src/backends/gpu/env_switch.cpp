@@ -1,0 +1,22 @@
+#include "backends/gpu/env_switch.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+
+namespace portllm::gpu {
+
+int env_switch(const char* var, std::initializer_list<const char*> words, int unset) {
+  const char* v = std::getenv(var);
+  if (!v || !*v) return unset;
+  int i = 0;
+  std::string list;
+  for (const char* w : words) {
+    if (std::string(v) == w) return i;
+    list += (i++ ? ", " : "") + std::string(w);
+  }
+  PL_THROW("{}={}: expected one of {}", var, v, list);
+}
+
+}  // namespace portllm::gpu
