@@ -10,6 +10,15 @@
 #include "backends/gpu/vendor/vendor.h"
 #include "core/error.h"
 
+// Descriptor setup failures are programming errors (a bad attribute or size): always thrown,
+// naming the kernel, the problem and the call.
+#define PL_LT_CHECK(who, expr, shape)                                                                   \
+  do {                                                                                                  \
+    gpublasStatus_t pl_lt_st_ = (expr);                                                                 \
+    if (pl_lt_st_ != GPUBLAS_STATUS_SUCCESS)                                                            \
+      PL_THROW("{} ({}): {}: {}", who, shape, #expr, gpublasGetStatusString(pl_lt_st_));               \
+  } while (0)
+
 namespace portllm::gpu {
 
 // The process' cuBLASLt handle. Unlike a cuBLAS handle it is not tied to a device or context
@@ -39,25 +48,10 @@ void lt_preference(LtCall& c, uint64_t max_workspace, uint32_t align_a, uint32_t
 // One matmul descriptor attribute, of the type cublasLt.h documents for it.
 template <class T>
 void lt_set_attr(gpublasLtMatmulDesc_t desc, gpublasLtMatmulDescAttributes_t attr, const T& v, const char* who,
-                 const std::string& shape);
-
-}  // namespace portllm::gpu
-
-// Descriptor setup failures are programming errors (a bad attribute or size): always thrown,
-// naming the kernel, the problem and the call.
-#define PL_LT_CHECK(who, expr, shape)                                                                   \
-  do {                                                                                                  \
-    gpublasStatus_t pl_lt_st_ = (expr);                                                                 \
-    if (pl_lt_st_ != GPUBLAS_STATUS_SUCCESS)                                                            \
-      PL_THROW("{} ({}): {}: {}", who, shape, #expr, gpublasGetStatusString(pl_lt_st_));               \
-  } while (0)
-
-namespace portllm::gpu {
-template <class T>
-void lt_set_attr(gpublasLtMatmulDesc_t desc, gpublasLtMatmulDescAttributes_t attr, const T& v, const char* who,
                  const std::string& shape) {
   PL_LT_CHECK(who, gpublasLtMatmulDescSetAttribute(desc, attr, &v, sizeof(v)), shape);
 }
+
 }  // namespace portllm::gpu
 
 #endif
