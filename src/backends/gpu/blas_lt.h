@@ -28,8 +28,8 @@ gpublasLtHandle_t lt_handle();
 // Largest power of two (<= 256) dividing the address: the alignment cuBLASLt may assume.
 uint32_t alignment_of(const void* p);
 
-// The descriptors of one call (cheap to create; caching them would share mutable attributes, such
-// as scale pointers, between threads).
+// The descriptors of a GEMM. The W8A8 GEMM builds them per call (its scale pointers change from
+// call to call); the tuned GEMM keeps one set per problem (it sets no per-call attribute).
 struct LtCall {
   gpublasLtMatmulDesc_t desc = nullptr;
   gpublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;

@@ -10,7 +10,7 @@
 // and every algorithm cuBLASLt's heuristic offers (up to kCandidates, split-K ones included) on the
 // call's own operands, each run after an L2 eviction that only reads (l2_flush.cu) so the weights
 // come from memory as in a model step, and keeps the fastest by median; later calls reuse the
-// choice. Only the batch sizes decode graphs capture are timed (M a power of two or a multiple of
+// choice and its descriptors. Only the batch sizes decode graphs capture are timed (M a power of two or a multiple of
 // 8): decode graphs run each size eagerly once before capturing it (decode_graphs.cpp), so the
 // captured steps use tuned choices and no step of a running engine waits for a tuning. Another M
 // takes the choice of the next multiple of 8 when cuBLASLt accepts it for this M (AlgoCheck),
@@ -23,6 +23,7 @@
 // "verbose" prints one line per tuned problem: cublasGemmEx's time and the chosen algorithm's.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -69,10 +70,12 @@ struct Problem {
   bool operator<(const Problem& o) const { return tie() < o.tie(); }
 };
 
-// The tuned choice: a cuBLASLt algorithm, or cublasGemmEx's default when it was the fastest (or
-// nothing could be timed).
+// The tuned choice: a cuBLASLt algorithm with the problem's descriptors, or cublasGemmEx's
+// default (call null) when it was the fastest or cuBLASLt refused a borrowed algorithm. This GEMM
+// sets no per-call descriptor attributes, so one set of descriptors serves every call: a call is
+// a map lookup and the GEMM.
 struct Choice {
-  bool lt = false;
+  std::shared_ptr<const LtCall> call;
   gpublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
 };
@@ -92,7 +95,10 @@ std::string shape_str(const Problem& p) {
   return fmt::format("M={} N={} K={} {}->{}", p.n, p.m, p.k, dtype_name(p.in_t), dtype_name(p.out_t));
 }
 
-void describe(LtCall& c, const Problem& p, const std::string& shape) {
+// The descriptors of problem p (c.pref stays null).
+std::shared_ptr<LtCall> describe(const Problem& p, const std::string& shape) {
+  auto call = std::make_shared<LtCall>();
+  LtCall& c = *call;
   PL_LT_CHECK(kName, gpublasLtMatmulDescCreate(&c.desc, GPUBLAS_COMPUTE_32F, GPU_R_32F), shape);
   lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSA, int32_t(GPUBLAS_OP_T), kName, shape);
   lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSB, int32_t(GPUBLAS_OP_N), kName, shape);
@@ -100,6 +106,7 @@ void describe(LtCall& c, const Problem& p, const std::string& shape) {
   PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.a, in, uint64_t(p.k), uint64_t(p.m), p.lda), shape);
   PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.b, in, uint64_t(p.k), uint64_t(p.n), p.ldb), shape);
   PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.d, out, uint64_t(p.m), uint64_t(p.n), p.ldd), shape);
+  return call;
 }
 
 gpublasStatus_t run_gemm_ex(const Problem& p, const Gemm& g, gpublasHandle_t h) {
@@ -124,7 +131,10 @@ int algo_config(const gpublasLtMatmulAlgo_t& a, decltype(GPUBLASLT_ALGO_CONFIG_T
 }
 
 // Times cublasGemmEx and the heuristic's candidates for p into a scratch D; returns the fastest.
-Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::string& shape) {
+Choice tune(const Problem& p, const Gemm& g, Stream& s) {
+  const std::string shape = shape_str(p);
+  const std::shared_ptr<LtCall> call = describe(p, shape);
+  LtCall& c = *call;
   auto& gs = dynamic_cast<GpuStream&>(s);
   const gpuStream_t st = gs.get();
   gpublasHandle_t h = gs.device().blas(st);
@@ -140,7 +150,7 @@ Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::st
   auto dscratch = scratch(s, size_t(p.m * p.n) * dtype_size(p.out_t));
   auto ws = scratch(s, kMaxWorkspace);
   auto flush = scratch(s, kFlushBytes);
-  PL_GPU_CHECK(gpuMemsetAsync(flush.get(), 0, kFlushBytes, st));
+  PL_GPU_CHECK(gpuMemsetAsync(flush.get(), 0, kFlushBytes, st));  // defined reads (compute-sanitizer initcheck)
   const Gemm t{g.w, g.x, dscratch.get(), 0.f};  // timed runs write the scratch D
   // Candidate 0 is cublasGemmEx; candidate i > 0 is found[i - 1]. One untimed run each first: it
   // drops candidates that fail and takes first-call costs out of the timing.
@@ -177,13 +187,13 @@ Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::st
   Choice ch;
   if (live[best] != 0) {
     const auto& r = found[live[best] - 1];
-    ch.lt = true;
+    ch.call = call;
     ch.algo = r.algo;
     ch.workspace = r.workspaceSize;
   }
   if (mode() == Mode::Verbose) {
     std::string pick = "cublasGemmEx";
-    if (ch.lt)
+    if (ch.call)
       pick = fmt::format("cuBLASLt #{} (tile {}, split-k {})", live[best] - 1,
                          algo_config(ch.algo, GPUBLASLT_ALGO_CONFIG_TILE_ID),
                          algo_config(ch.algo, GPUBLASLT_ALGO_CONFIG_SPLITK_NUM));
@@ -196,19 +206,41 @@ Choice tune(const Problem& p, LtCall& c, const Gemm& g, Stream& s, const std::st
 // The batch sizes that get timed: those decode graphs capture (DecodeGraphs::default_sizes).
 bool timed_size(int64_t m) { return m % 8 == 0 || (m & (m - 1)) == 0; }
 
-// Whether cuBLASLt accepts algo for the problem c describes (a choice borrowed from another M).
-bool accepts(LtCall& c, const gpublasLtMatmulAlgo_t& algo, size_t& workspace) {
-  gpublasLtMatmulHeuristicResult_t r{};
-  if (gpublasLtMatmulAlgoCheck(lt_handle(), c.desc, c.a, c.b, c.d, c.d, &algo, &r) != GPUBLAS_STATUS_SUCCESS)
-    return false;
-  workspace = r.workspaceSize;
-  return workspace <= kMaxWorkspace;
-}
-
 bool capturing(Stream& s) {
   gpuStreamCaptureStatus cs = gpuStreamCaptureStatusNone;
   PL_GPU_CHECK(gpuStreamIsCapturing(native_stream(s), &cs));
   return cs != gpuStreamCaptureStatusNone;
+}
+
+// The choice of p as cached, or made now: timed (a size decode graphs capture, outside a
+// capture), or borrowed from the next timed size when cuBLASLt accepts that algorithm for p.
+// Null: no choice yet (cublasGemmEx, and ask again next time).
+const Choice* choice_for(const Problem& p, const Gemm& g, Stream& s) {
+  auto cached = [](const Problem& q) -> const Choice* {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_choices.find(q);
+    return it == g_choices.end() ? nullptr : &it->second;  // std::map nodes do not move
+  };
+  auto keep = [](const Problem& q, Choice ch) -> const Choice* {
+    std::lock_guard<std::mutex> lock(g_mu);
+    return &g_choices.emplace(q, std::move(ch)).first->second;
+  };
+  if (const Choice* c = cached(p)) return c;
+  if (timed_size(p.n)) return capturing(s) ? nullptr : keep(p, tune(p, g, s));
+  Problem q = p;
+  q.n = (p.n + 7) / 8 * 8;  // the next timed size
+  const Choice* from = cached(q);
+  if (!from) return nullptr;
+  Choice ch;
+  if (from->call) {
+    auto call = describe(p, shape_str(p));
+    gpublasLtMatmulHeuristicResult_t r{};
+    if (gpublasLtMatmulAlgoCheck(lt_handle(), call->desc, call->a, call->b, call->d, call->d, &from->algo, &r) ==
+            GPUBLAS_STATUS_SUCCESS &&
+        r.workspaceSize <= kMaxWorkspace)
+      ch = Choice{std::move(call), from->algo, r.workspaceSize};
+  }
+  return keep(p, std::move(ch));
 }
 
 void matmul_lt_tuned(const MatmulArgs& a, Stream& s) {
@@ -233,42 +265,13 @@ void matmul_lt_tuned(const MatmulArgs& a, Stream& s) {
                   alignment_of(a.w.data),
                   alignment_of(a.x.data),
                   alignment_of(a.out.data)};
-  const std::string shape = shape_str(p);
-  LtCall c;
-  describe(c, p, shape);
-
-  Choice ch;
-  bool known = false;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    auto it = g_choices.find(p);
-    if (it != g_choices.end()) ch = it->second, known = true;
-  }
-  if (!known && timed_size(M) && !capturing(s)) {
-    ch = tune(p, c, g, s, shape);
-    std::lock_guard<std::mutex> lock(g_mu);
-    g_choices.emplace(p, ch);
-  } else if (!known && !timed_size(M)) {
-    Problem q = p;
-    q.n = (M + 7) / 8 * 8;  // the next timed size
-    bool borrowed = false;
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      auto it = g_choices.find(q);
-      if (it != g_choices.end()) ch = it->second, borrowed = true;
-    }
-    if (borrowed) {
-      if (ch.lt && !accepts(c, ch.algo, ch.workspace)) ch = Choice{};
-      std::lock_guard<std::mutex> lock(g_mu);
-      g_choices.emplace(p, ch);
-    }
-  }
-  if (ch.lt) {
+  const Choice* ch = choice_for(p, g, s);
+  if (ch && ch->call) {
     std::shared_ptr<void> ws;
-    if (ch.workspace > 0) ws = scratch(s, ch.workspace);
-    const gpublasStatus_t st = run_lt(c, ch.algo, ws.get(), ch.workspace, g, native_stream(s));
+    if (ch->workspace > 0) ws = scratch(s, ch->workspace);
+    const gpublasStatus_t st = run_lt(*ch->call, ch->algo, ws.get(), ch->workspace, g, native_stream(s));
     if (st == GPUBLAS_STATUS_SUCCESS) return;
-    PL_THROW("{} ({}): cublasLtMatmul with the tuned algorithm failed: {}", kName, shape,
+    PL_THROW("{} ({}): cublasLtMatmul with the tuned algorithm failed: {}", kName, shape_str(p),
              gpublasGetStatusString(st));
   }
   PL_GPUBLAS_CHECK(run_gemm_ex(p, g, gs.device().blas(gs.get())));

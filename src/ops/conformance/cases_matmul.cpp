@@ -39,7 +39,10 @@ namespace {
 using Shape = MatmulShape;
 const Shape kShapes[] = {{1, 13, 7, false}, {2, 64, 96, true}, {3, 100, 200, false}, {4, 256, 512, false},
                          {5, 7, 13, true},  {7, 300, 128, false}, {13, 130, 257, true}, {64, 128, 256, false},
-                         {33, 512, 1024, false}, {1, 2048, 1024, false}};
+                         {33, 512, 1024, false}, {1, 2048, 1024, false},
+                         // A batch size decode graphs capture, then one that borrows its GEMM
+                         // choice (gpu.matmul_lt_tuned times 40 and reuses its algorithm at 37).
+                         {40, 256, 512, false}, {37, 256, 512, true}};
 
 std::vector<OpCase> matmul_cases(DType act) {
   std::vector<OpCase> v;
