@@ -71,6 +71,16 @@ OpDesc MatmulSiluMulArgs::desc() const {
   return d;
 }
 
+OpDesc AddRmsNormMatmulArgs::desc() const {
+  auto d = make(Op::ADD_RMS_NORM_MATMUL, residual.dtype, w.dtype, out.dtype);
+  d.dtype[3] = norm_weight.dtype;
+  d.dim[0] = residual.size(0);
+  d.dim[1] = out.size(1);
+  d.dim[2] = residual.size(1);
+  d.flags = (gated ? 1u : 0u) | (bias.defined() ? 2u : 0u) | (h.defined() ? 4u : 0u);
+  return d;
+}
+
 OpDesc QkNormRopeKvWriteArgs::desc() const {
   auto d = make(Op::QK_NORM_ROPE_KV_WRITE, q.dtype, q_norm.defined() ? q_norm.dtype : q.dtype, k_cache.dtype);
   d.dim[0] = q.size(-1);

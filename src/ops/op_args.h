@@ -98,6 +98,32 @@ struct MatmulSiluMulArgs {
   OpDesc desc() const;
 };
 
+// ADD_RMS_NORM followed by the MATMUL (or MATMUL_SILU_MUL) that consumes its output, as one op:
+// at decode a norm is a launch for a few KB of work, and the GEMV after it can normalize the row
+// itself (every block, while its first weights are in flight). Defined as
+//   residual_out = residual + x   (rounded to the activation dtype)
+//   h   = rmsnorm(residual_out) * (weight_offset + norm_weight)   (ADD_RMS_NORM's rounding)
+//   out = h @ W^T (+ bias), or gated: silu(h @ Wg^T) * (h @ Wu^T)  (MATMUL / MATMUL_SILU_MUL's)
+// residual_out must not overlap residual or x (a GPU kernel's blocks all read the old residual
+// while some of them write the new one), h is written only when defined, and W is a weight (read
+// before the predecessor kernel finishes, as MatmulArgs says). dtype[0] = act, dtype[1] = W,
+// dtype[2] = out, dtype[3] = norm weight; dim[0] = M, dim[1] = N (gated: I), dim[2] = K;
+// flags bit0 = gated, bit1 = bias, bit2 = h written.
+struct AddRmsNormMatmulArgs {
+  Tensor residual;      // [M, K]
+  Tensor residual_out;  // [M, K]
+  Tensor x;             // [M, K]
+  Tensor norm_weight;   // [K]
+  float eps = 1e-6f;
+  float weight_offset = 0.f;
+  Tensor h;     // [M, K] or undefined
+  Tensor out;   // [M, N] (gated: [M, I])
+  Tensor w;     // [N, K] (gated: [2I, K]), float weights
+  Tensor bias;  // [N] or undefined (not with gated)
+  bool gated = false;
+  OpDesc desc() const;
+};
+
 // out[b] = x[b] @ W[b]^T for b < B: out [B, M, N], x [B, M, K], W [B, N, K], each a 3-D view
 // with a contiguous last dim and arbitrary batch and row strides (MLA absorbs W_UK / W_UV per
 // head this way: the batch is the head, a column or row offset inside one fused tensor).

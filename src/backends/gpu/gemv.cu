@@ -37,13 +37,124 @@ constexpr int kRows = 2;    // W rows per warp
 // H200: Qwen3-8B down_proj (4096 x 12288) 37.2 us against ~30 us at 2 (decode TPOT 5.34 vs 5.22 ms).
 constexpr int kUnroll = 2;
 constexpr int kMaxM = 8;
+// The norm weight vectors (16 bytes) per thread loaded before the wait: all of a 4096-wide row.
+constexpr int kNormWPre = 2;
+// Blocks per SM the registers are sized for: the plain GEMV at M = 1 needs 48 registers (5 blocks
+// of 256 threads), at larger M ~75 (3 blocks); the norm form ~80 (3 blocks), so it takes grids of
+// at most 3 blocks per SM (see supports_norm), where a fourth and fifth would hold no block anyway.
+// Bounding the norm form to 48 registers spilled and measured slower (Qwen3-30B-A3B batch 1: 3.09
+// against 2.96 ms per step).
+template <int M, bool kNorm> constexpr int kMinBlocks = M == 1 && !kNorm ? 5 : 3;
 
-template <class T, class TO, int M, bool kGated>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld, const T* __restrict__ x, int64_t x_ld,
-                                                        const T* __restrict__ w, int64_t w_ld, const void* bias,
-                                                        DType bias_t, int m_rows, int64_t N, int64_t K, int split,
-                                                        int64_t k_slice) {
+// ADD_RMS_NORM_MATMUL's norm (kNorm): x is not read from memory; every block computes the M rows
+// h = rmsnorm(res + delta) * (offset + weight) into shared memory itself, after the wait, while its
+// first weight vectors are in flight. Block b stores its 1/gridDim share of the updated residual
+// (to res_out, a buffer no block reads) and of h when h is kept.
+template <class T>
+struct NormIn {
+  const T* res = nullptr;
+  int64_t res_ld = 0;
+  const T* delta = nullptr;
+  int64_t delta_ld = 0;
+  T* res_out = nullptr;
+  int64_t res_out_ld = 0;
+  T* h = nullptr;  // null: h is not stored
+  int64_t h_ld = 0;
+  const T* weight = nullptr;
+  float eps = 0.f, offset = 0.f;
+};
+
+// The norm weight's first kNormWPre vectors of this thread (v = tid + i kThreads), before the
+// wait: a weight, written by no kernel. The second pass would otherwise wait on them.
+template <class T>
+__device__ __forceinline__ void prefetch_norm_weight(const NormIn<T>& n, int64_t K, uint4 (&nw)[kNormWPre]) {
+#pragma unroll
+  for (int i = 0; i < kNormWPre; ++i) {
+    const int64_t v = int64_t(threadIdx.x) + int64_t(i) * kThreads;
+    if (v < K / 8) nw[i] = *reinterpret_cast<const uint4*>(n.weight + 8 * v);
+  }
+}
+
+// Rows [0, m_rows) of h into xs ([m_rows][K], stride K), with ADD_RMS_NORM's rounding: the sum is
+// rounded to T, the normalized value once at the end. The whole block calls it; a thread handles
+// the same vectors in both passes, so only the sum of squares needs barriers.
+template <class T, int M>
+__device__ void norm_rows(const NormIn<T>& n, int m_rows, int64_t K, T* xs, const uint4 (&nw)[kNormWPre]) {
+  constexpr int kNV = 2;  // 16-byte vectors per thread in flight per pass
+  __shared__ float red[kWarps][M];
+  const int tid = int(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int64_t nv = K / 8;
+  const int64_t per = (nv + gridDim.x - 1) / gridDim.x, mine0 = int64_t(blockIdx.x) * per, mine1 = mine0 + per;
+  float ss[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    ss[m] = 0.f;
+    if (m >= m_rows) continue;
+    for (int64_t v0 = 0; v0 < nv; v0 += int64_t(kNV) * kThreads) {
+      uint4 ra[kNV], rb[kNV];  // raw vectors: the weight vectors in flight hold 16 registers already
+#pragma unroll
+      for (int u = 0; u < kNV; ++u) {
+        const int64_t v = v0 + int64_t(u) * kThreads + tid;
+        if (v >= nv) break;
+        ra[u] = *reinterpret_cast<const uint4*>(n.res + m * n.res_ld + 8 * v);
+        rb[u] = *reinterpret_cast<const uint4*>(n.delta + m * n.delta_ld + 8 * v);
+      }
+#pragma unroll
+      for (int u = 0; u < kNV; ++u) {
+        const int64_t v = v0 + int64_t(u) * kThreads + tid;
+        if (v >= nv) break;
+        float a[8], b[8];
+        unpack8<T>(ra[u], a);
+        unpack8<T>(rb[u], b);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          a[i] = round_to<T>(a[i] + b[i]);  // the residual stream keeps the activation dtype
+          ss[m] += a[i] * a[i];
+        }
+        store_vec<T, 8>(xs + m * K + 8 * v, a);
+        if (v >= mine0 && v < mine1) store_vec<T, 8>(n.res_out + m * n.res_out_ld + 8 * v, a);
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const float v = warp_sum(ss[m]);
+    if (lane == 0) red[warp][m] = v;
+  }
+  __syncthreads();
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    if (m >= m_rows) break;
+    float t = 0.f;
+    for (int i = 0; i < kWarps; ++i) t += red[i][m];  // fixed order: every block gets the same h
+    const float inv = rsqrtf(t / float(K) + n.eps);
+    for (int64_t v = tid; v < nv; v += kThreads) {
+      float r[8], w[8];
+      load_vec<T, 8>(xs + m * K + 8 * v, r);
+      const int64_t i = (v - tid) / kThreads;
+      if (i < kNormWPre) {
+#pragma unroll
+        for (int j = 0; j < kNormWPre; ++j)  // registers: the index must be a constant
+          if (j == i) unpack8<T>(nw[j], w);
+      } else {
+        load_vec<T, 8>(n.weight + 8 * v, w);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) r[i] = r[i] * inv * (n.offset + w[i]);
+      store_vec<T, 8>(xs + m * K + 8 * v, r);
+      if (n.h && v >= mine0 && v < mine1) store_vec<T, 8>(n.h + m * n.h_ld + 8 * v, r);
+    }
+  }
+  __syncthreads();
+}
+
+template <class T, class TO, int M, bool kGated, bool kNorm>
+__global__ void __launch_bounds__(kThreads, kMinBlocks<M, kNorm>)
+    gemv_kernel(TO* out, int64_t out_ld, const T* __restrict__ x, int64_t x_ld, const T* __restrict__ w, int64_t w_ld,
+                const void* bias, DType bias_t, int m_rows, int64_t N, int64_t K, int split, int64_t k_slice,
+                NormIn<T> norm) {
   __shared__ float part[kWarps][M][kRows];
+  extern __shared__ __align__(16) unsigned char gemv_dyn_smem[];  // kNorm: h, [m_rows][K] of T
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   const int slice = warp % split;
   // This warp's outputs: kRows consecutive rows of W, or (gated) output j = n0 from rows j, j + N.
@@ -96,8 +207,16 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(TO* out, int64_t out_ld,
   const int64_t k_first = k_begin + int64_t(lane) * 8;
   const bool streams = n0 < N && k_first < k_end;
   if (streams) load_w(k_first);
+  uint4 nw[kNormWPre];
+  if constexpr (kNorm) prefetch_norm_weight(norm, K, nw);
   gpu_wait_for_predecessor();
   gpu_allow_successor();
+  if constexpr (kNorm) {
+    T* xs = reinterpret_cast<T*>(gemv_dyn_smem);
+    norm_rows<T, M>(norm, m_rows, K, xs, nw);
+    x = xs;
+    x_ld = K;
+  }
   if (streams) {
     consume(k_first);
     for (int64_t k0 = k_first + kStride; k0 < k_end; k0 += kStride) {
@@ -182,34 +301,69 @@ int choose_split(int64_t N, int64_t K, int compute_units) {
   return blocks <= wave || blocks >= 4 * wave ? 2 : 1;
 }
 
-// out [M, N] (gated: N = I outputs from the 2I rows of w).
-template <class T, int M, bool kGated>
-void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, Stream& s) {
+// Blocks of a launch() for W [rows, K] (gated: rows / 2 outputs).
+int64_t grid_blocks(int64_t rows, int64_t K, bool gated, int compute_units) {
+  const int split = choose_split(rows, K, compute_units);
+  const int64_t outs_per_block = int64_t(gated ? 1 : kRows) * (kWarps / split), N = gated ? rows / 2 : rows;
+  return (N + outs_per_block - 1) / outs_per_block;
+}
+
+// The fused norm's operands (a null `res` when the launch has no norm).
+struct NormTensors {
+  const Tensor* res = nullptr;
+  const Tensor *delta = nullptr, *res_out = nullptr, *h = nullptr, *weight = nullptr;
+  float eps = 0.f, offset = 0.f;
+};
+
+// out [M, N] (gated: N = I outputs from the 2I rows of w); x is unused with a norm (M = its rows).
+template <class T, int M, bool kGated, bool kNorm>
+void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const NormTensors& nt,
+            Stream& s) {
   const int64_t N = kGated ? w.size(0) / 2 : w.size(0), K = w.size(1);
   const int split = choose_split(w.size(0), K, caps_of(s).num_compute_units);
-  const int64_t outs_per_block = int64_t(kGated ? 1 : kRows) * (kWarps / split);
   const int64_t k_slice = ((K + split - 1) / split + kWarpSize * 8 - 1) / (kWarpSize * 8) * (kWarpSize * 8);
-  const unsigned grid = unsigned((N + outs_per_block - 1) / outs_per_block);
+  const unsigned grid = unsigned(grid_blocks(w.size(0), K, kGated, caps_of(s).num_compute_units));
+  const Tensor& rows = kNorm ? *nt.res : x;
+  NormIn<T> n;
+  size_t smem = 0;
+  if constexpr (kNorm) {
+    n.res = nt.res->ptr<T>();
+    n.res_ld = nt.res->strides[0];
+    n.delta = nt.delta->ptr<T>();
+    n.delta_ld = nt.delta->strides[0];
+    n.res_out = nt.res_out->ptr<T>();
+    n.res_out_ld = nt.res_out->strides[0];
+    if (nt.h->defined()) {
+      n.h = nt.h->ptr<T>();
+      n.h_ld = nt.h->strides[0];
+    }
+    n.weight = nt.weight->ptr<T>();
+    n.eps = nt.eps;
+    n.offset = nt.offset;
+    smem = size_t(rows.size(0) * K) * sizeof(T);
+  }
   dispatch_float(out.dtype, [&](auto to) {
     using TO = typename decltype(to)::type;
-    launch_programmatic(s, gemv_kernel<T, TO, M, kGated>, dim3(grid), dim3(kThreads), 0, out.ptr<TO>(), out.strides[0],
-                        static_cast<const T*>(x.data), x.strides[0], static_cast<const T*>(w.data), w.strides[0],
-                        bias.defined() ? bias.data : nullptr, bias.defined() ? bias.dtype : DType::F32, int(x.size(0)),
-                        N, K, split, k_slice);
+    launch_programmatic(s, gemv_kernel<T, TO, M, kGated, kNorm>, dim3(grid), dim3(kThreads), smem, out.ptr<TO>(),
+                        out.strides[0], static_cast<const T*>(kNorm ? nullptr : x.data), kNorm ? 0 : x.strides[0],
+                        static_cast<const T*>(w.data), w.strides[0], bias.defined() ? bias.data : nullptr,
+                        bias.defined() ? bias.dtype : DType::F32, int(rows.size(0)), N, K, split, k_slice, n);
   });
 }
 
-template <bool kGated>
-void launch_any(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, Stream& s) {
-  const int64_t M = x.size(0);
+template <bool kGated, bool kNorm>
+void launch_any(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const NormTensors& nt,
+                Stream& s) {
+  const Tensor& rows = kNorm ? *nt.res : x;
+  const int64_t M = rows.size(0);
   auto go = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (M == 1) launch<T, 1, kGated>(out, x, w, bias, s);
-    else if (M == 2) launch<T, 2, kGated>(out, x, w, bias, s);
-    else if (M <= 4) launch<T, 4, kGated>(out, x, w, bias, s);
-    else launch<T, 8, kGated>(out, x, w, bias, s);
+    if (M == 1) launch<T, 1, kGated, kNorm>(out, x, w, bias, nt, s);
+    else if (M == 2) launch<T, 2, kGated, kNorm>(out, x, w, bias, nt, s);
+    else if (M <= 4) launch<T, 4, kGated, kNorm>(out, x, w, bias, nt, s);
+    else launch<T, 8, kGated, kNorm>(out, x, w, bias, nt, s);
   };
-  if (x.dtype == DType::BF16) go(Tag<gpu_bf16>{});
+  if (rows.dtype == DType::BF16) go(Tag<gpu_bf16>{});
   else go(Tag<gpu_half>{});
 }
 
@@ -220,7 +374,7 @@ bool vec_ok(const Tensor& x, const Tensor& w) {
 void gemv(const MatmulArgs& a, Stream& s) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
   if (!vec_ok(a.x, a.w)) return run_kernel("gpu.matmul_blas", &a, s);  // views 16-byte loads cannot take
-  launch_any<false>(a.out, a.x, a.w, a.bias, s);
+  launch_any<false, false>(a.out, a.x, a.w, a.bias, {}, s);
   check_launch("gemv");
 }
 
@@ -237,8 +391,37 @@ void gemv_silu_mul(const MatmulSiluMulArgs& a, Stream& s) {
     run_kernel("gpu.silu_mul", &sm, s);
     return;
   }
-  launch_any<true>(a.out, a.x, a.w, Tensor(), s);
+  launch_any<true, false>(a.out, a.x, a.w, Tensor(), {}, s);
   check_launch("gemv_silu_mul");
+}
+
+// ADD_RMS_NORM_MATMUL: views the 16-byte loads cannot take, or rows that would not fit the shared
+// memory, run ADD + RMS_NORM + the GEMV (the op's definition) through the registry.
+void gemv_norm(const AddRmsNormMatmulArgs& a, Stream& s) {
+  const int64_t M = a.residual.size(0), K = a.residual.size(1);
+  if (M == 0 || a.w.size(0) == 0) return;
+  const bool vec = vec_ok(a.residual, a.w) && vec_ok(a.x, a.w) && vec_ok(a.residual_out, a.w) &&
+                   aligned16(a.norm_weight.data) && (!a.h.defined() || vec_ok(a.h, a.w)) &&
+                   (!a.gated || a.w.size(0) == 2 * a.out.size(1));
+  if (!vec) {
+    const std::shared_ptr<void> buf =
+        a.h.defined() ? nullptr : scratch(s, size_t(M * K) * dtype_size(a.residual.dtype));
+    const Tensor h = a.h.defined() ? a.h : Tensor::view_of(buf.get(), a.residual.dtype, {M, K}, kGpuKind, 0, buf);
+    const AddArgs add{a.residual_out, a.residual, a.x};
+    run_kernel("gpu.add", &add, s);
+    const RmsNormArgs norm{h, a.residual_out, a.norm_weight, a.eps, a.weight_offset};
+    run_kernel("gpu.rms_norm", &norm, s);
+    if (a.gated) {
+      const MatmulSiluMulArgs mm{a.out, h, a.w};
+      return gemv_silu_mul(mm, s);
+    }
+    const MatmulArgs mm{a.out, h, a.w, a.bias, {}, 0, 0};
+    return gemv(mm, s);
+  }
+  const NormTensors nt{&a.residual, &a.x, &a.residual_out, &a.h, &a.norm_weight, a.eps, a.weight_offset};
+  if (a.gated) launch_any<true, true>(a.out, Tensor(), a.w, Tensor(), nt, s);
+  else launch_any<false, true>(a.out, Tensor(), a.w, a.bias, nt, s);
+  check_launch("gemv_norm");
 }
 
 // On NVIDIA only M = 1: from M = 2 cuBLAS streams W at ~4 TB/s too and this kernel loses (H200,
@@ -251,11 +434,33 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
   return x == w && (x == DType::BF16 || x == DType::F16) && d.dim[0] >= 1 && d.dim[0] <= max_m &&
          d.dim[2] % 8 == 0;
 }
+// The norm's rows must fit the shared memory every GPU gives a block (48 KB) next to `part`, and
+// the norm weight shares the activation dtype. Every block reads the residual and x from L2 and
+// normalizes before its first product, so the fused form takes grids that are resident at once
+// (3 blocks per SM, its registers): a block that starts late runs that chain while the others
+// stream. With Qwen3-8B's gate_up (3072 blocks) fused too, a step took 5.39 against 4.75 ms (the
+// first, register-bounded form of the kernel). Qwen3-8B's and Qwen3-30B-A3B's qkv (384 and 320
+// blocks) and the routers are in.
+// PORTLLM_GEMV_NORM_MAX_BLOCKS (read once) moves the bound, for measuring.
+bool supports_norm(const OpDesc& d, const DeviceCaps& c) {
+  static const int64_t forced = [] {
+    const char* e = std::getenv("PORTLLM_GEMV_NORM_MAX_BLOCKS");
+    return e ? std::atoll(e) : int64_t(-1);
+  }();
+  const bool gated = d.flags & 1u;
+  OpDesc mm = d;
+  mm.dim[1] = gated ? 2 * d.dim[1] : d.dim[1];
+  if (!supports(mm, c) || d.dtype[3] != d.dtype[0] || d.dim[0] * d.dim[2] * 2 > 40 * 1024) return false;
+  const int64_t bound = forced >= 0 ? forced : int64_t(kMinBlocks<1, true>) * c.num_compute_units;
+  return grid_blocks(mm.dim[1], d.dim[2], gated, c.num_compute_units) <= bound;
+}
 }  // namespace
 
 void register_gemv_kernels() {
   register_kernel<MatmulArgs>(Op::MATMUL, kKind, "gpu.gemv_small_m", 20, supports, gemv);
   register_kernel<MatmulSiluMulArgs>(Op::MATMUL_SILU_MUL, kKind, "gpu.gemv_silu_mul", 20, supports, gemv_silu_mul);
+  register_kernel<AddRmsNormMatmulArgs>(Op::ADD_RMS_NORM_MATMUL, kKind, "gpu.gemv_add_rms_norm", 20, supports_norm,
+                                        gemv_norm);
 }
 
 }  // namespace portllm::gpu

@@ -56,11 +56,13 @@ struct HybridMoe {
   std::optional<GatedMlp> shared;
   Linear shared_gate;  // [1, hidden]
 
-  Tensor forward(OpContext& ctx, const Tensor& x) const {
+  // The norm may run inside the router's GEMV (NormedInput); the shared expert reads h after it.
+  Tensor forward(OpContext& ctx, NormedInput& x) const {
     Tensor out = routed.forward(ctx, x);
     if (!shared) return out;
-    Tensor s = shared->forward(ctx, x);
-    Tensor gate = shared_gate.forward(ctx, x);  // [T, 1]
+    const Tensor& h = x.hidden(ctx);
+    Tensor s = shared->forward(ctx, h);
+    Tensor gate = shared_gate.forward(ctx, h);  // [T, 1]
     ops::sigmoid_mul(ctx, s, s, gate);
     ops::add(ctx, out, out, s);
     return out;
@@ -147,18 +149,21 @@ class Qwen3NextModel final : public Model {
     const int64_t T = b.num_tokens, H = cfg_.hidden_size;
     const float eps = float(cfg_.rms_norm_eps);
     constexpr float kOne = 1.f;  // Qwen3-Next RMSNorm: x_hat * (1 + w)
-    Tensor residual = ctx.act({T, H}), h = ctx.act({T, H}), delta;
-    ops::embed(ctx, residual, embed_, b.token_ids);
+    // Each sub-layer gets its norm unevaluated, as in PreNormDecoder (model/layers/decoder.h).
+    ResidualStream rs(ctx, T, H);
+    Tensor delta;
+    ops::embed(ctx, rs.residual, embed_, b.token_ids);
     for (size_t l = 0; l < layers_.size(); ++l) {
       const Layer& L = layers_[l];
-      if (l == 0) ops::rms_norm(ctx, h, residual, L.input_norm, eps, kOne);
-      else ops::add_rms_norm(ctx, residual, h, delta, L.input_norm, eps, kOne);
-      delta = L.linear ? L.gdn.forward(ctx, b, cache[l], h) : L.attn.forward(ctx, b, cache[l], h);
-      ops::add_rms_norm(ctx, residual, h, delta, L.post_norm, eps, kOne);
-      delta = L.moe ? L.moe->forward(ctx, h) : L.mlp.forward(ctx, h);
+      NormedInput mix_in = rs.next(delta, L.input_norm, eps, kOne);
+      delta = L.linear ? L.gdn.forward(ctx, b, cache[l], mix_in) : L.attn.forward(ctx, b, cache[l], mix_in);
+      rs.advance(ctx, mix_in);
+      NormedInput ffn_in = rs.next(delta, L.post_norm, eps, kOne);
+      delta = L.moe ? L.moe->forward(ctx, ffn_in) : L.mlp.forward(ctx, ffn_in);
+      rs.advance(ctx, ffn_in);
     }
-    ops::add_rms_norm(ctx, residual, h, delta, final_norm_, eps, kOne);
-    lm_head_.forward(ctx, b, h, logits);
+    ops::add_rms_norm(ctx, rs.residual, rs.h, delta, final_norm_, eps, kOne);
+    lm_head_.forward(ctx, b, rs.h, logits);
   }
 
  private:

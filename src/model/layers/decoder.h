@@ -1,8 +1,10 @@
 // The pre-norm decoder stack that Llama, Qwen2/3, Qwen3-MoE and DeepSeek share: embed, then per
 // layer  h = norm(residual); residual += attn(h); h = norm(residual); residual += ffn(h),  then
-// the final norm and the LM head. The residual add is fused into the next RMSNorm. A family
-// supplies its layer type: `attn` (forward(ctx, batch, cache, h) and cache_spec()), `ffn(ctx, h)`,
-// and the two norm weights.
+// the final norm and the LM head. The residual add is fused into the next RMSNorm, and that norm
+// is handed to the sub-layer unevaluated (NormedInput), so that its first projection can run it
+// inside the GEMV. A family supplies its layer type: `attn` (cache_spec() and forward(ctx, batch,
+// cache, x) with x a NormedInput& or the evaluated h), `ffn(ctx, x)` likewise, and the two norm
+// weights.
 #pragma once
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "model/config.h"
 #include "model/forward_batch.h"
 #include "model/layers/lm_head.h"
+#include "model/layers/normed_input.h"
 #include "model/model.h"
 #include "ops/ops.h"
 
@@ -31,18 +34,24 @@ struct PreNormDecoder {
                const Tensor& logits) const {
     const int64_t T = b.num_tokens, H = cfg.hidden_size;
     const float eps = float(cfg.rms_norm_eps);
-    Tensor residual = ctx.act({T, H}), h = ctx.act({T, H}), delta;
-    ops::embed(ctx, residual, embed, b.token_ids);
+    ResidualStream rs(ctx, T, H);
+    Tensor delta;
+    ops::embed(ctx, rs.residual, embed, b.token_ids);
     for (size_t l = 0; l < layers.size(); ++l) {
       const Layer& L = layers[l];
-      if (l == 0) ops::rms_norm(ctx, h, residual, L.input_norm, eps);
-      else ops::add_rms_norm(ctx, residual, h, delta, L.input_norm, eps);
-      delta = L.attn.forward(ctx, b, cache[l], h);
-      ops::add_rms_norm(ctx, residual, h, delta, L.post_norm, eps);
-      delta = L.ffn(ctx, h);
+      NormedInput attn_in = rs.next(delta, L.input_norm, eps, 0.f);
+      if constexpr (requires { L.attn.forward(ctx, b, cache[l], attn_in); })
+        delta = L.attn.forward(ctx, b, cache[l], attn_in);
+      else
+        delta = L.attn.forward(ctx, b, cache[l], attn_in.hidden(ctx));
+      rs.advance(ctx, attn_in);
+      NormedInput ffn_in = rs.next(delta, L.post_norm, eps, 0.f);
+      if constexpr (requires { L.ffn(ctx, ffn_in); }) delta = L.ffn(ctx, ffn_in);
+      else delta = L.ffn(ctx, ffn_in.hidden(ctx));
+      rs.advance(ctx, ffn_in);
     }
-    ops::add_rms_norm(ctx, residual, h, delta, final_norm, eps);
-    lm_head.forward(ctx, b, h, logits);
+    ops::add_rms_norm(ctx, rs.residual, rs.h, delta, final_norm, eps);
+    lm_head.forward(ctx, b, rs.h, logits);
   }
 };
 

@@ -8,6 +8,7 @@
 #include "model/cache_spec.h"
 #include "model/config.h"
 #include "model/forward_batch.h"
+#include "model/layers/normed_input.h"
 #include "model/linear.h"
 
 namespace portllm {
@@ -26,6 +27,10 @@ struct GatedAttention {
   LayerCacheSpec cache_spec() const;
   // x: [T, hidden] normalized input; returns the o_proj output [T, hidden].
   Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const;
+  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;  // norm in qkv
+
+ private:
+  Tensor attend(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& proj) const;  // after qkv
 };
 
 }  // namespace portllm

@@ -14,6 +14,7 @@
 #include "model/cache_spec.h"
 #include "model/config.h"
 #include "model/forward_batch.h"
+#include "model/layers/normed_input.h"
 #include "model/linear.h"
 
 namespace portllm {
@@ -33,6 +34,10 @@ struct GatedDeltaNet {
   // state[0]: conv state [K-1, conv_dim]; state[1]: delta-rule state [Hv, Dk, Dv]; f32.
   LayerCacheSpec cache_spec() const;
   Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const;
+  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;  // norm in in_proj
+
+ private:
+  Tensor mix(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& proj) const;  // after in_proj
 };
 
 }  // namespace portllm

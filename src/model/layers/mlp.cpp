@@ -12,19 +12,27 @@ GatedMlp GatedMlp::load(WeightLoader& w, const std::string& p, int64_t hidden, i
   return m;
 }
 
+bool GatedMlp::plain_gate_up() const {
+  return gate_up.parts.empty() && !gate_up.bias.defined() && !gate_up.scale.defined() &&
+         gate_up.weight.dtype != DType::F8E4M3;
+}
+
 Tensor GatedMlp::forward(OpContext& ctx, const Tensor& x) const {
   const int64_t T = x.size(0);
   Tensor act = ctx.act({T, intermediate});
-  // One float matrix without bias: MATMUL_SILU_MUL (SiLU-and-mul as the GEMM's epilogue where the
-  // device has the kernel). Otherwise (fp8, parts, bias) the layer's own forward, then SILU_MUL.
-  const bool plain = gate_up.parts.empty() && !gate_up.bias.defined() && !gate_up.scale.defined() &&
-                     gate_up.weight.dtype != DType::F8E4M3;
-  if (plain) {
+  if (plain_gate_up()) {
     ops::matmul_silu_mul(ctx, act, x, gate_up.weight);
   } else {
     Tensor gu = gate_up.forward(ctx, x);
     ops::silu_mul(ctx, act, gu.slice(1, 0, intermediate), gu.slice(1, intermediate, intermediate));
   }
+  return down.forward(ctx, act);
+}
+
+Tensor GatedMlp::forward(OpContext& ctx, NormedInput& x) const {
+  if (!plain_gate_up()) return forward(ctx, x.hidden(ctx));
+  Tensor act = ctx.act({x.rows(), intermediate});
+  x.project_silu_mul(ctx, act, gate_up.weight);
   return down.forward(ctx, act);
 }
 

@@ -38,6 +38,10 @@ struct SparseMoe {
   // prefix: the layer's mlp module, e.g. "model.layers.3.mlp".
   static SparseMoe load(WeightLoader& w, const std::string& prefix, const MoeSpec& spec);
   Tensor forward(OpContext& ctx, const Tensor& x) const;  // [T, H] -> [T, H]
+  Tensor forward(OpContext& ctx, NormedInput& x) const;   // the norm may run inside the router GEMV
+
+ private:
+  Tensor experts(OpContext& ctx, const Tensor& x, const Tensor& logits) const;  // routing onwards
 };
 
 // A decoder layer's feed-forward block in a MoE model: sparse experts, or a dense SwiGLU MLP on
@@ -56,6 +60,7 @@ struct FeedForward {
     return f;
   }
   Tensor forward(OpContext& ctx, const Tensor& x) const { return sparse ? moe.forward(ctx, x) : mlp.forward(ctx, x); }
+  Tensor forward(OpContext& ctx, NormedInput& x) const { return sparse ? moe.forward(ctx, x) : mlp.forward(ctx, x); }
 };
 
 }  // namespace portllm

@@ -4,6 +4,7 @@
 // pass them, for Qwen3 (q/k norm, NeoX over the whole head), Llama (no norm), a partial rotary
 // dim, interleaved pairs, a 256-wide head (a whole warp per row), a batch large enough that blocks
 // loop, padding tokens (slot -1), and an odd column offset (views a 16-byte kernel cannot take).
+// ADD_RMS_NORM_MATMUL: see its generator.
 #include <cmath>
 #include <numeric>
 
@@ -106,11 +107,63 @@ std::vector<OpCase> matmul_silu_mul_cases(DType act) {
   }
   return v;
 }
+
+// ADD_RMS_NORM_MATMUL at decode shapes (M = 1: the GEMV with the norm inside it) and others: a
+// Qwen3-8B-wide row (K = 4096) into a gated MLP, a router-like f32 output with h kept (MoE
+// layers read h again), Qwen3-Next's 1 + w norm, bias, M = 2-3, and a K the 16-byte kernel cannot
+// take (K = 36). The residual is drawn in +-4 and x in +-1, so the add's rounding matters.
+std::vector<OpCase> add_rms_norm_matmul_cases(DType act) {
+  std::vector<OpCase> v;
+  struct S { int M, N, K; bool gated, bias, keep_h, f32_out; float offset; };
+  const S shapes[] = {S{1, 96, 4096, true, false, false, false, 0.f}, S{1, 128, 2048, false, false, true, true, 0.f},
+                      S{1, 200, 1024, false, true, false, false, 0.f}, S{1, 64, 512, true, false, true, false, 1.f},
+                      S{2, 48, 256, false, false, true, false, 0.f},   S{3, 40, 512, true, false, false, false, 0.f},
+                      S{1, 50, 36, false, false, true, false, 0.f}};
+  const double nan = std::nan("");
+  for (const S& s : shapes) {
+    CaseRng r(uint64_t(s.M * 7919 + s.N * 17 + s.K + (s.gated ? 1 : 0)));
+    const int64_t wrows = s.gated ? 2 * s.N : s.N;
+    const DType out_dt = s.f32_out ? DType::F32 : act;
+    OpCase c;
+    c.op = Op::ADD_RMS_NORM_MATMUL;
+    c.name = fmt::format("M={} N={} K={}{}{}{}{}{}", s.M, s.N, s.K, s.gated ? " gated" : "", s.bias ? " bias" : "",
+                         s.keep_h ? " h" : "", s.f32_out ? " out=f32" : "", s.offset != 0.f ? " 1+w" : "");
+    c.tol = default_tolerance(act);
+    const double ws = 1.0 / std::sqrt(double(s.K));
+    c.tensors = {r.tensor(act, {s.M, s.K}, -4, 4),
+                 CaseRng::filled(act, {s.M, s.K}, nan),
+                 r.tensor(act, {s.M, s.K}),
+                 r.tensor(act, {s.K}, s.offset != 0.f ? -0.5 : 0.5, s.offset != 0.f ? 0.5 : 1.5),
+                 s.keep_h ? CaseRng::filled(act, {s.M, s.K}, nan) : Tensor(),
+                 CaseRng::filled(out_dt, {s.M, s.N}, nan),
+                 r.tensor(act, {wrows, s.K}, -ws, ws),
+                 s.bias ? r.tensor(act, {s.N}) : Tensor()};
+    c.outputs = s.keep_h ? std::vector<int>{1, 4, 5} : std::vector<int>{1, 5};
+    c.invoke = [s](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      AddRmsNormMatmulArgs a;
+      a.residual = t[0];
+      a.residual_out = t[1];
+      a.x = t[2];
+      a.norm_weight = t[3];
+      a.eps = 1e-6f;
+      a.weight_offset = s.offset;
+      a.h = t[4];
+      a.out = t[5];
+      a.w = t[6];
+      a.bias = t[7];
+      a.gated = s.gated;
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
 }  // namespace
 
 void register_fused_cases() {
   register_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_cases);
   register_case_generator(Op::MATMUL_SILU_MUL, matmul_silu_mul_cases);
+  register_case_generator(Op::ADD_RMS_NORM_MATMUL, add_rms_norm_matmul_cases);
 }
 
 }  // namespace portllm::conformance

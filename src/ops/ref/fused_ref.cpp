@@ -31,6 +31,19 @@ void matmul_silu_mul(const MatmulSiluMulArgs& a, Stream& s) {
   run_reference(Op::MATMUL, MatmulArgs{gu, a.x, a.w, {}, {}, 0, 0}, s);
   run_reference(Op::SILU_MUL, SiluMulArgs{a.out, gu.slice(1, 0, I), gu.slice(1, I, I)}, s);
 }
+void add_rms_norm_matmul(const AddRmsNormMatmulArgs& a, Stream& s) {
+  const int64_t M = a.residual.size(0), K = a.residual.size(1);
+  run_reference(Op::ADD, AddArgs{a.residual_out, a.residual, a.x}, s);
+  std::shared_ptr<std::vector<char>> buf;
+  Tensor h = a.h;
+  if (!h.defined()) {
+    buf = std::make_shared<std::vector<char>>(size_t(M * K) * dtype_size(a.residual.dtype));
+    h = Tensor::view_of(buf->data(), a.residual.dtype, {M, K}, DeviceKind::CPU, 0, buf);
+  }
+  run_reference(Op::RMS_NORM, RmsNormArgs{h, a.residual_out, a.norm_weight, a.eps, a.weight_offset}, s);
+  if (a.gated) matmul_silu_mul(MatmulSiluMulArgs{a.out, h, a.w}, s);
+  else run_reference(Op::MATMUL, MatmulArgs{a.out, h, a.w, a.bias, {}, 0, 0}, s);
+}
 }  // namespace
 
 void register_fused_ref() {
@@ -39,6 +52,8 @@ void register_fused_ref() {
                                          KernelInfo::kReferencePriority, any, qk_norm_rope_kv_write);
   register_kernel<MatmulSiluMulArgs>(Op::MATMUL_SILU_MUL, DeviceKind::CPU, "ref.matmul_silu_mul",
                                      KernelInfo::kReferencePriority, any, matmul_silu_mul);
+  register_kernel<AddRmsNormMatmulArgs>(Op::ADD_RMS_NORM_MATMUL, DeviceKind::CPU, "ref.add_rms_norm_matmul",
+                                        KernelInfo::kReferencePriority, any, add_rms_norm_matmul);
 }
 
 }  // namespace portllm::ref

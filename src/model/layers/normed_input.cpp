@@ -1,0 +1,67 @@
+#include "model/layers/normed_input.h"
+
+#include <utility>
+
+#include "ops/ops.h"
+
+namespace portllm {
+
+const Tensor& NormedInput::hidden(OpContext& ctx) {
+  if (state_ == State::Pending && delta_.defined())
+    ops::add_rms_norm(ctx, residual_, h_, delta_, weight_, eps_, offset_);
+  else if (state_ != State::Done)  // the first layer's input, or a residual a fused GEMV advanced
+    ops::rms_norm(ctx, h_, residual_, weight_, eps_, offset_);
+  state_ = State::Done;
+  return h_;
+}
+
+const Tensor& NormedInput::residual(OpContext& ctx) {
+  if (state_ == State::Pending) hidden(ctx);
+  return residual_;
+}
+
+bool NormedInput::fused(OpContext& ctx, const Tensor& w, const Tensor& bias, const Tensor& y, bool gated,
+                        bool keep_h) {
+  if (state_ != State::Pending || !delta_.defined()) return false;
+  AddRmsNormMatmulArgs a;
+  a.residual = residual_;
+  a.residual_out = spare_;
+  a.x = delta_;
+  a.norm_weight = weight_;
+  a.eps = eps_;
+  a.weight_offset = offset_;
+  if (keep_h) a.h = h_;
+  a.out = y;
+  a.w = w;
+  a.bias = bias;
+  a.gated = gated;
+  if (!ops::has_fast_kernel(ctx, a.desc())) return false;
+  ops::add_rms_norm_matmul(ctx, a);
+  std::swap(residual_, spare_);
+  state_ = keep_h ? State::Done : State::ResidualDone;
+  return true;
+}
+
+void NormedInput::project(OpContext& ctx, const Linear& l, const Tensor& y, bool keep_h) {
+  const bool plain = l.parts.empty() && !l.scale.defined() && l.weight.dtype != DType::F8E4M3;
+  if (plain && fused(ctx, l.weight, l.bias, y, false, keep_h)) return;
+  l.forward(ctx, y, hidden(ctx));
+}
+
+Tensor NormedInput::project(OpContext& ctx, const Linear& l, bool keep_h) {
+  Tensor y = ctx.act({residual_.size(0), l.out});
+  project(ctx, l, y, keep_h);
+  return y;
+}
+
+void NormedInput::project(OpContext& ctx, const Tensor& w, const Tensor& y, bool keep_h) {
+  if (fused(ctx, w, Tensor(), y, false, keep_h)) return;
+  ops::matmul(ctx, y, hidden(ctx), w);
+}
+
+void NormedInput::project_silu_mul(OpContext& ctx, const Tensor& out, const Tensor& w) {
+  if (fused(ctx, w, Tensor(), out, true, false)) return;
+  ops::matmul_silu_mul(ctx, out, hidden(ctx), w);
+}
+
+}  // namespace portllm
