@@ -178,7 +178,9 @@ struct QkNormRopeKvWriteArgs {
 // h / (Hq / Hkv). out = softmax(scale * q k^T) v. dtype[0] = q/out, dtype[2] = cache;
 // dim[0] = head dim (K), dim[1] = page size, dim[2] = Hq / Hkv, dim[3] = head dim (V).
 // block_tables, seq_lens and query_start_loc are step metadata, uploaded before the step and
-// written by no kernel of it (a GPU kernel may read them before waiting for its predecessor).
+// written by no kernel of it (a GPU kernel may read them before waiting for its predecessor). The
+// step writes only the cache rows of its own tokens (the last q_len positions of each sequence):
+// rows of earlier positions are settled before the op's predecessor runs.
 struct AttentionArgs {
   Tensor out;              // [T, Hq, Dv]
   Tensor q;                // [T, Hq, Dk]

@@ -33,6 +33,9 @@ struct AttnParams {
   // `splits` (0: always `splits`). The grid is sized for the longest context the launch may see
   // (a graph's bound), so short contexts would otherwise pay the split merge for a few keys each.
   int split_keys;
+  // The tensor-core decode kernel copies a warp's first tile before waiting for the previous
+  // kernel when it holds only earlier steps' keys (PORTLLM_ATTN_EARLY=0 turns that off, to measure).
+  bool early_tiles;
 };
 
 // Element offset of position pos of sequence b in a [NB, page, H, D] cache with strides s0, s1, s2,

@@ -42,6 +42,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <string_view>
 
 #include "backends/gpu/attention_common.cuh"
 #include "backends/gpu/gpu_kernels.h"
@@ -270,8 +271,6 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
     return p.block_tables[int64_t(b) * p.bt_s0 + (start + (warp + j * kWarps) * kKeys) / p.page];
   };
   int bt_batch = 0, bt_cur = bt_entry(lane), bt_next = bt_entry(32 + lane);
-  gpu_wait_for_predecessor();  // launched programmatically: q and the KV cache were just written
-  gpu_allow_successor();
 
   // Starts the copy of local tile j into buffer buf; rows past the split are zero-filled (their
   // scores are masked, and zero V rows keep P V finite). Called with j = 0, 1, 2, ... in order.
@@ -311,10 +310,20 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;  // rows lane/4 and lane/4 + 8
   const float sl2 = p.scale * kLog2e;
 
-  // Q (rows past the group zero-filled: zero queries, never written out) and each warp's first
-  // kStages - 1 tiles are copied together, so the Q barrier overlaps the first K/V reads. One
-  // commit group per tile, possibly empty, so "all but the newest kStages - 1 groups" is always
-  // one tile.
+  // A warp's first tile is copied before the wait when it holds only keys of earlier steps: the
+  // previous kernel writes this step's K/V row (position ctx - 1) and q, and the kernels before it
+  // have finished once it runs (programmatic_launch.cuh), so older cache rows are settled. The
+  // copy overlaps the previous kernel's tail instead of following it.
+  const bool early = p.early_tiles && my_tiles > 0 && min(end, start + warp * kKeys + kKeys) <= ctx - 1;
+  if (early) issue(0, 0);
+  cp_async_commit();
+  gpu_wait_for_predecessor();  // launched programmatically: q and this step's K/V row were just written
+  gpu_allow_successor();
+
+  // Q (rows past the group zero-filled: zero queries, never written out), then each warp's first
+  // kStages - 1 tiles (tile 0 unless it went early), so the Q barrier overlaps the first K/V
+  // reads. One commit group per tile, possibly empty, so "all but the newest kStages - 1 groups"
+  // is always one tile (the early group and Q's count as older ones).
   for (int i = tid; i < kRows * VPR; i += kThreads) {
     const int r = i / VPR, c = i % VPR;
     const int64_t off = r < ng ? int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8 : 0;
@@ -323,10 +332,10 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   cp_async_commit();
 #pragma unroll
   for (int j = 0; j < kStages - 1; ++j) {
-    if (j < my_tiles) issue(j, j);
+    if (j < my_tiles && !(j == 0 && early)) issue(j, j);
     cp_async_commit();
   }
-  cp_async_wait<kStages - 1>();  // this thread's Q copies (not the tiles)
+  cp_async_wait<kStages - 1>();  // this thread's Q copies and early tile (not the later tiles)
   __syncthreads();               // everyone's Q copies
 
   // The trip count depends on the warp only: every lane runs every iteration (the softmax
@@ -499,6 +508,14 @@ int split_keys() {
   return v;
 }
 
+bool early_tiles() {
+  static const bool v = [] {
+    const char* e = std::getenv("PORTLLM_ATTN_EARLY");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return v;
+}
+
 dim3 grid_of(const AttnParams& p, int B) {
   const int row_tiles = (p.group + kRows - 1) / kRows;
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
@@ -557,6 +574,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const int blocks = B * p.Hkv * ((p.group + kRows - 1) / kRows);
   const DeviceCaps& caps = caps_of(s);
   p.splits = decode_splits(a, blocks, 2 * kWarps * kKeys, caps, blocks < caps.num_compute_units ? 2 : 4);
+  p.early_tiles = early_tiles();
   if (const int c = cluster_size(a, blocks, p.splits, caps)) {
     AttnParams pc = p;
     pc.splits = c;

@@ -10,6 +10,11 @@
 // kernel writes: weights, and a step's metadata (sequence lengths, query starts, block tables,
 // slot mappings), which the engine uploads by copy before the step's first kernel and which no
 // kernel modifies (a future on-device metadata update must move those reads after the wait).
+// One more thing is settled: every kernel but the immediate predecessor has finished once a kernel
+// starts (the predecessor allowed it only after its own wait), so what only earlier kernels wrote
+// may be read too, where the kernel can tell it apart. ATTN_DECODE's tensor-core kernel copies
+// cache tiles of earlier steps' keys before the wait; this step's K/V row (written by the
+// preparation kernel just before it) and q are read after.
 //
 // Where the device has no such launch (MUSA, NVIDIA before sm_90, or PORTLLM_PDL=0), it is an
 // ordinary launch and the two device calls do nothing: one kernel source for every device.
