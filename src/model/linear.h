@@ -21,6 +21,10 @@ struct Linear {
   // forward() runs each into its column slice of y. Empty for an ordinary (merged) layer.
   std::vector<Linear> parts;
 
+  // One float matrix (not fp8, not split into parts): the form the fused GEMV epilogues and
+  // prologues (MATMUL_SILU_MUL, ADD_RMS_NORM_MATMUL) take.
+  bool single_float_matrix() const { return parts.empty() && !scale.defined() && weight.dtype != DType::F8E4M3; }
+
   // y[M, out] = x[M, in] @ W^T (+ b)
   void forward(OpContext& ctx, const Tensor& y, const Tensor& x) const;
   Tensor forward(OpContext& ctx, const Tensor& x) const;  // allocates y

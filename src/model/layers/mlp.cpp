@@ -13,8 +13,7 @@ GatedMlp GatedMlp::load(WeightLoader& w, const std::string& p, int64_t hidden, i
 }
 
 bool GatedMlp::plain_gate_up() const {
-  return gate_up.parts.empty() && !gate_up.bias.defined() && !gate_up.scale.defined() &&
-         gate_up.weight.dtype != DType::F8E4M3;
+  return gate_up.single_float_matrix() && !gate_up.bias.defined();
 }
 
 Tensor GatedMlp::forward(OpContext& ctx, const Tensor& x) const {

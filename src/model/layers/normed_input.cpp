@@ -43,8 +43,7 @@ bool NormedInput::fused(OpContext& ctx, const Tensor& w, const Tensor& bias, con
 }
 
 void NormedInput::project(OpContext& ctx, const Linear& l, const Tensor& y, bool keep_h) {
-  const bool plain = l.parts.empty() && !l.scale.defined() && l.weight.dtype != DType::F8E4M3;
-  if (plain && fused(ctx, l.weight, l.bias, y, false, keep_h)) return;
+  if (l.single_float_matrix() && fused(ctx, l.weight, l.bias, y, false, keep_h)) return;
   l.forward(ctx, y, hidden(ctx));
 }
 
