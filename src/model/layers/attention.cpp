@@ -114,16 +114,9 @@ LayerCacheSpec AttentionBlock::cache_spec() const {
   return s;
 }
 
-Tensor AttentionBlock::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const {
-  return attend(ctx, b, cache, qkv.forward(ctx, x));
-}
-
 Tensor AttentionBlock::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
-  return attend(ctx, b, cache, x.project(ctx, qkv));
-}
-
-Tensor AttentionBlock::attend(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& qkv_out) const {
-  const int64_t T = qkv_out.size(0);
+  const int64_t T = x.rows();
+  Tensor qkv_out = x.project(ctx, qkv);
   Tensor q = heads_view(qkv_out, 0, num_heads, head_dim);
   Tensor k = heads_view(qkv_out, num_heads * head_dim, num_kv_heads, head_dim);
   Tensor v = heads_view(qkv_out, (num_heads + num_kv_heads) * head_dim, num_kv_heads, head_dim);

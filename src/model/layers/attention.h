@@ -24,13 +24,9 @@ struct AttentionBlock {
   static AttentionBlock load(WeightLoader& w, OpContext& ctx, const std::string& prefix,
                              const ModelConfig& cfg, bool qkv_bias, bool qk_norm);
   LayerCacheSpec cache_spec() const;
-  // x: [T, hidden] normalized input (or its unevaluated form: the norm may run inside the qkv
-  // GEMV); returns the o_proj output [T, hidden].
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const;
+  // x: the [T, hidden] normalized input, unevaluated (the norm may run inside the qkv GEMV);
+  // returns the o_proj output [T, hidden].
   Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
-
- private:
-  Tensor attend(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& qkv_out) const;
 };
 
 // The rope table for a config on the device (shared by every layer that uses it).

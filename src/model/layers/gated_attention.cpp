@@ -45,16 +45,9 @@ LayerCacheSpec GatedAttention::cache_spec() const {
   return s;
 }
 
-Tensor GatedAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const {
-  return attend(ctx, b, cache, qkv.forward(ctx, x));
-}
-
 Tensor GatedAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
-  return attend(ctx, b, cache, x.project(ctx, qkv));
-}
-
-Tensor GatedAttention::attend(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& proj) const {
-  const int64_t T = proj.size(0), H = num_heads, D = head_dim;
+  const int64_t T = x.rows(), H = num_heads, D = head_dim;
+  Tensor proj = x.project(ctx, qkv);
   Tensor q = q_or_gate(proj, 0, H, D), gate = q_or_gate(proj, 1, H, D);
   Tensor k = heads_view(proj, 2 * H * D, num_kv_heads, D);
   Tensor v = heads_view(proj, 2 * H * D + num_kv_heads * D, num_kv_heads, D);

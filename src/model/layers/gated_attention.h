@@ -25,12 +25,9 @@ struct GatedAttention {
   static GatedAttention load(WeightLoader& w, const std::string& prefix, const ModelConfig& cfg,
                              const Tensor& cos_sin, int rot_dim);
   LayerCacheSpec cache_spec() const;
-  // x: [T, hidden] normalized input; returns the o_proj output [T, hidden].
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const;
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;  // norm in qkv
-
- private:
-  Tensor attend(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& proj) const;  // after qkv
+  // x: the [T, hidden] normalized input, unevaluated (the norm may run inside the qkv GEMV);
+  // returns the o_proj output [T, hidden].
+  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
 };
 
 }  // namespace portllm

@@ -83,22 +83,15 @@ LayerCacheSpec GatedDeltaNet::cache_spec() const {
   return s;
 }
 
-Tensor GatedDeltaNet::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const {
-  return mix(ctx, b, cache, in_proj.forward(ctx, x));
-}
-
 Tensor GatedDeltaNet::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
-  return mix(ctx, b, cache, x.project(ctx, in_proj));
-}
-
-Tensor GatedDeltaNet::mix(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& proj) const {
-  const int64_t T = proj.size(0), C = conv_dim(), Vd = Hv * Dv;
+  const int64_t T = x.rows(), C = conv_dim(), Vd = Hv * Dv;
   PL_CHECK(cache.state.size() == 2, "gated delta-net layer needs 2 state tensors, got {}", cache.state.size());
   // The device tensor is what kernels must have; a decode graph's batch has no host mirrors
   // (runtime/decode_graphs.h), an eager one mirrors every sequence.
   PL_CHECK(b.state_slots.defined() && b.state_slots.size(0) == b.num_seqs &&
                (b.host_state_slots.empty() || int(b.host_state_slots.size()) == b.num_seqs),
            "gated delta-net layer needs a state slot per sequence");
+  Tensor proj = x.project(ctx, in_proj);
 
   CausalConv1dArgs conv;
   conv.out = ctx.act({T, C});

@@ -33,11 +33,8 @@ struct GatedDeltaNet {
   static GatedDeltaNet load(WeightLoader& w, const std::string& prefix, const ModelConfig& cfg, bool fused_qkvz);
   // state[0]: conv state [K-1, conv_dim]; state[1]: delta-rule state [Hv, Dk, Dv]; f32.
   LayerCacheSpec cache_spec() const;
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& x) const;
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;  // norm in in_proj
-
- private:
-  Tensor mix(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, const Tensor& proj) const;  // after in_proj
+  // x: the normalized input, unevaluated (the norm may run inside the in_proj GEMV).
+  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
 };
 
 }  // namespace portllm

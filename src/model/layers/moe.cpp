@@ -117,20 +117,11 @@ SparseMoe SparseMoe::load(WeightLoader& w, const std::string& p, const MoeSpec& 
   return m;
 }
 
-Tensor SparseMoe::forward(OpContext& ctx, const Tensor& x) const {
-  Tensor logits = ctx.empty(DType::F32, {x.size(0), spec.num_experts});
-  ops::matmul(ctx, logits, x, router);
-  return experts(ctx, x, logits);
-}
-
-Tensor SparseMoe::forward(OpContext& ctx, NormedInput& x) const {
-  Tensor logits = ctx.empty(DType::F32, {x.rows(), spec.num_experts});
-  x.project(ctx, router, logits, /*keep_h=*/true);  // the experts read h too
-  return experts(ctx, x.hidden(ctx), logits);
-}
-
-Tensor SparseMoe::experts(OpContext& ctx, const Tensor& x, const Tensor& logits) const {
-  const int64_t T = x.size(0), H = spec.hidden, k = spec.top_k;
+Tensor SparseMoe::forward(OpContext& ctx, NormedInput& in) const {
+  const int64_t T = in.rows(), H = spec.hidden, E = spec.num_experts, k = spec.top_k;
+  Tensor logits = ctx.empty(DType::F32, {T, E});
+  in.project(ctx, router, logits, /*keep_h=*/true);  // the experts read h too
+  const Tensor& x = in.hidden(ctx);
 
   MoeRouteArgs r;
   r.topk_ids = ctx.empty(DType::I32, {T, k});

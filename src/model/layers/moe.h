@@ -37,11 +37,8 @@ struct SparseMoe {
 
   // prefix: the layer's mlp module, e.g. "model.layers.3.mlp".
   static SparseMoe load(WeightLoader& w, const std::string& prefix, const MoeSpec& spec);
-  Tensor forward(OpContext& ctx, const Tensor& x) const;  // [T, H] -> [T, H]
-  Tensor forward(OpContext& ctx, NormedInput& x) const;   // the norm may run inside the router GEMV
-
- private:
-  Tensor experts(OpContext& ctx, const Tensor& x, const Tensor& logits) const;  // routing onwards
+  // [T, H] -> [T, H]; x unevaluated (the norm may run inside the router GEMV).
+  Tensor forward(OpContext& ctx, NormedInput& x) const;
 };
 
 // A decoder layer's feed-forward block in a MoE model: sparse experts, or a dense SwiGLU MLP on
@@ -59,7 +56,6 @@ struct FeedForward {
     else f.mlp = GatedMlp::load(w, prefix, spec.hidden, dense_intermediate);
     return f;
   }
-  Tensor forward(OpContext& ctx, const Tensor& x) const { return sparse ? moe.forward(ctx, x) : mlp.forward(ctx, x); }
   Tensor forward(OpContext& ctx, NormedInput& x) const { return sparse ? moe.forward(ctx, x) : mlp.forward(ctx, x); }
 };
 
