@@ -37,6 +37,7 @@ void filter_candidates(std::span<const float> l, float temperature, float min_p,
   ids.clear();
   rel_out.clear();
   const int64_t V = int64_t(l.size());
+  ids.reserve(size_t(V));  // no regrowth: every step of a 150k-entry push_back series is a fresh mapping
   float mx = -std::numeric_limits<float>::infinity();
   for (float x : l)
     if (x > mx) mx = x;
@@ -94,8 +95,10 @@ int32_t pick_candidate(std::span<const int32_t> ids, std::span<const double> rel
 int32_t sample_adjusted_row(std::span<const float> row, float temperature, float min_p, int top_k, float top_p,
                             double u) {
   if (temperature < kSamplingEps) return argmax_first(row);
-  std::vector<int32_t> ids;
-  std::vector<double> rel;
+  // Per-thread buffers kept across rows: vocabulary-sized vectors allocated per row were mapped
+  // and unmapped by malloc each time, and page faults serialize the threads of a batch.
+  thread_local std::vector<int32_t> ids;
+  thread_local std::vector<double> rel;
   filter_candidates(row, temperature, min_p, top_k, top_p, ids, rel);
   const int32_t t = pick_candidate(ids, rel, u);
   return t >= 0 ? t : argmax_first(row);
