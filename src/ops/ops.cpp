@@ -51,14 +51,11 @@ void matmul_silu_mul(OpContext& ctx, const Tensor& out, const Tensor& x, const T
   silu_mul(ctx, out, gu.slice(1, 0, I), gu.slice(1, I, I));
 }
 
-void add_rms_norm_matmul(OpContext& ctx, const AddRmsNormMatmulArgs& a) {
+bool add_rms_norm_matmul(OpContext& ctx, const AddRmsNormMatmulArgs& a) {
   const OpDesc d = a.desc();
-  if (has_fast_kernel(ctx, d)) return run(ctx, d, a);
-  add(ctx, a.residual_out, a.residual, a.x);
-  const Tensor h = a.h.defined() ? a.h : ctx.act({a.residual.size(0), a.residual.size(1)});
-  rms_norm(ctx, h, a.residual_out, a.norm_weight, a.eps, a.weight_offset);
-  if (a.gated) matmul_silu_mul(ctx, a.out, h, a.w);
-  else matmul(ctx, a.out, h, a.w, a.bias);
+  if (!has_fast_kernel(ctx, d)) return false;
+  run(ctx, d, a);
+  return true;
 }
 
 void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {

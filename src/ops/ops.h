@@ -38,11 +38,11 @@ void matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w,
 // out = silu(x @ Wg^T) * (x @ Wu^T), W = [Wg; Wu]: fused where the device has a kernel, else
 // MATMUL + SILU_MUL.
 void matmul_silu_mul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w);
-// AddRmsNormMatmulArgs: the norm inside the GEMV where the device has the fused kernel, else
-// ADD + RMS_NORM + MATMUL (or MATMUL_SILU_MUL). Callers that can update the residual in place
-// do better without a fused kernel to run ADD_RMS_NORM and the projection themselves
-// (model/layers/normed_input.h).
-void add_rms_norm_matmul(OpContext& ctx, const AddRmsNormMatmulArgs& a);
+// AddRmsNormMatmulArgs: runs the fused kernel (the norm inside the GEMV) where the device has one
+// and returns true; returns false, running nothing, where only the reference would take it. The
+// caller then runs ADD_RMS_NORM in place and the projection (model/layers/normed_input.h), which
+// beats the op's literal composition (ADD into a second buffer, RMS_NORM, the projection).
+bool add_rms_norm_matmul(OpContext& ctx, const AddRmsNormMatmulArgs& a);
 // out[b] = x[b] @ W[b]^T over 3-D strided views (BatchedMatmulArgs).
 void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w);
 void kv_write(OpContext& ctx, const KvWriteArgs& args);

@@ -301,9 +301,8 @@ int choose_split(int64_t N, int64_t K, int compute_units) {
   return blocks <= wave || blocks >= 4 * wave ? 2 : 1;
 }
 
-// Blocks of a launch() for W [rows, K] (gated: rows / 2 outputs).
-int64_t grid_blocks(int64_t rows, int64_t K, bool gated, int compute_units) {
-  const int split = choose_split(rows, K, compute_units);
+// Blocks of a launch() for W [rows, K] at choose_split's split (gated: rows / 2 outputs).
+int64_t grid_blocks(int64_t rows, bool gated, int split) {
   const int64_t outs_per_block = int64_t(gated ? 1 : kRows) * (kWarps / split), N = gated ? rows / 2 : rows;
   return (N + outs_per_block - 1) / outs_per_block;
 }
@@ -322,7 +321,7 @@ void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
   const int64_t N = kGated ? w.size(0) / 2 : w.size(0), K = w.size(1);
   const int split = choose_split(w.size(0), K, caps_of(s).num_compute_units);
   const int64_t k_slice = ((K + split - 1) / split + kWarpSize * 8 - 1) / (kWarpSize * 8) * (kWarpSize * 8);
-  const unsigned grid = unsigned(grid_blocks(w.size(0), K, kGated, caps_of(s).num_compute_units));
+  const unsigned grid = unsigned(grid_blocks(w.size(0), kGated, split));
   const Tensor& rows = kNorm ? *nt.res : x;
   NormIn<T> n;
   size_t smem = 0;
@@ -452,7 +451,7 @@ bool supports_norm(const OpDesc& d, const DeviceCaps& c) {
   mm.dim[1] = gated ? 2 * d.dim[1] : d.dim[1];
   if (!supports(mm, c) || d.dtype[3] != d.dtype[0] || d.dim[0] * d.dim[2] * 2 > 40 * 1024) return false;
   const int64_t bound = forced >= 0 ? forced : int64_t(kMinBlocks<1, true>) * c.num_compute_units;
-  return grid_blocks(mm.dim[1], d.dim[2], gated, c.num_compute_units) <= bound;
+  return grid_blocks(mm.dim[1], gated, choose_split(mm.dim[1], d.dim[2], c.num_compute_units)) <= bound;
 }
 }  // namespace
 

@@ -3,8 +3,8 @@
 // the final norm and the LM head. The residual add is fused into the next RMSNorm, and that norm
 // is handed to the sub-layer unevaluated (NormedInput), so that its first projection can run it
 // inside the GEMV. A family supplies its layer type: `attn` (cache_spec() and forward(ctx, batch,
-// cache, x) with x a NormedInput& or the evaluated h), `ffn(ctx, x)` likewise, and the two norm
-// weights.
+// cache, x) with x a NormedInput& or, for attention without a plain first projection (MLA), the
+// evaluated h), `ffn(ctx, x)` with x a NormedInput&, and the two norm weights.
 #pragma once
 #include <vector>
 
@@ -46,8 +46,7 @@ struct PreNormDecoder {
         delta = L.attn.forward(ctx, b, cache[l], attn_in.hidden(ctx));
       rs.advance(ctx, attn_in);
       NormedInput ffn_in = rs.next(delta, L.post_norm, eps, 0.f);
-      if constexpr (requires { L.ffn(ctx, ffn_in); }) delta = L.ffn(ctx, ffn_in);
-      else delta = L.ffn(ctx, ffn_in.hidden(ctx));
+      delta = L.ffn(ctx, ffn_in);
       rs.advance(ctx, ffn_in);
     }
     ops::add_rms_norm(ctx, rs.residual, rs.h, delta, final_norm, eps);

@@ -35,8 +35,7 @@ bool NormedInput::fused(OpContext& ctx, const Tensor& w, const Tensor& bias, con
   a.w = w;
   a.bias = bias;
   a.gated = gated;
-  if (!ops::has_fast_kernel(ctx, a.desc())) return false;
-  ops::add_rms_norm_matmul(ctx, a);
+  if (!ops::add_rms_norm_matmul(ctx, a)) return false;
   std::swap(residual_, spare_);
   state_ = keep_h ? State::Done : State::ResidualDone;
   return true;
