@@ -32,6 +32,30 @@ int32_t argmax_first(std::span<const float> l) {
   return int32_t(best);
 }
 
+namespace {
+// The shortest rank prefix of ids whose rel mass reaches target (at least one id), leaving ids
+// with that prefix in rank order. Only as much of the rank order as the prefix needs is built:
+// the next-best chunk is selected (nth_element) and sorted, four times larger each round, so a
+// sharp distribution costs one small sort instead of a sort of the whole vocabulary, and the
+// prefix is the one a full sort would give.
+template <class Better>
+void keep_top_p_prefix(std::vector<int32_t>& ids, const std::vector<double>& rel_of, double target, Better better) {
+  const size_t n = ids.size();
+  size_t sorted = 0, keep = 0, chunk = 64;
+  double cum = 0;
+  while (true) {
+    const size_t upto = std::min(n, sorted + chunk);
+    if (upto < n) std::nth_element(ids.begin() + ptrdiff_t(sorted), ids.begin() + ptrdiff_t(upto), ids.end(), better);
+    std::sort(ids.begin() + ptrdiff_t(sorted), ids.begin() + ptrdiff_t(upto), better);
+    while (keep < upto && (keep == 0 || cum < target)) cum += rel_of[size_t(ids[keep++])];
+    sorted = upto;
+    if (keep < sorted || sorted == n) break;  // reached inside this chunk, or no ids left
+    chunk *= 4;
+  }
+  ids.resize(keep);
+}
+}  // namespace
+
 void filter_candidates(std::span<const float> l, float temperature, float min_p, int top_k, float top_p,
                        std::vector<int32_t>& ids, std::vector<double>& rel_out) {
   ids.clear();
@@ -43,11 +67,19 @@ void filter_candidates(std::span<const float> l, float temperature, float min_p,
     if (x > mx) mx = x;
   if (!std::isfinite(mx)) return;
   const float inv_t = 1.0f / temperature;
-  // The exponent in float (as every backend computes it), the exponential in double.
+  // rel by id, computed once per candidate that needs it: here when min-p filters, else after
+  // top-k (per-thread, kept across rows like ids). The exponent in float (as every backend
+  // computes it), the exponential in double.
+  thread_local std::vector<double> rel_of;
+  if (rel_of.size() < size_t(V)) rel_of.resize(size_t(V));
   auto rel = [&](int32_t i) { return std::exp(double((l[size_t(i)] - mx) * inv_t)); };
   for (int64_t i = 0; i < V; ++i) {
     if (!std::isfinite(l[size_t(i)])) continue;
-    if (min_p > 0 && !(rel(int32_t(i)) >= double(min_p))) continue;
+    if (min_p > 0) {
+      const double r = rel(int32_t(i));
+      if (!(r >= double(min_p))) continue;
+      rel_of[size_t(i)] = r;
+    }
     ids.push_back(int32_t(i));
   }
   // Rank order: larger logit first, lower id first on ties.
@@ -61,20 +93,18 @@ void filter_candidates(std::span<const float> l, float temperature, float min_p,
     ids.resize(size_t(top_k));
     reordered = true;
   }
+  if (!(min_p > 0))
+    for (int32_t id : ids) rel_of[size_t(id)] = rel(id);
   if (top_p < 1.0f && !ids.empty()) {
-    reordered = true;
-    std::sort(ids.begin(), ids.end(), better);
+    // The mass is summed in the ids' current order (op_args_sample.h allows any summation order).
     double total = 0;
-    for (int32_t id : ids) total += rel(id);
-    // The shortest rank prefix whose mass reaches top_p * total (at least one token).
-    double cum = 0;
-    size_t keep = 0;
-    while (keep < ids.size() && (keep == 0 || cum < double(top_p) * total)) cum += rel(ids[keep++]);
-    ids.resize(keep);
+    for (int32_t id : ids) total += rel_of[size_t(id)];
+    keep_top_p_prefix(ids, rel_of, double(top_p) * total, better);
+    reordered = true;
   }
   if (reordered) std::sort(ids.begin(), ids.end());  // the draw walks survivors by id
   rel_out.reserve(ids.size());
-  for (int32_t id : ids) rel_out.push_back(rel(id));
+  for (int32_t id : ids) rel_out.push_back(rel_of[size_t(id)]);
 }
 
 int32_t pick_candidate(std::span<const int32_t> ids, std::span<const double> rel, double u) {

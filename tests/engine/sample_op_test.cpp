@@ -5,6 +5,7 @@
 // a top-k / top-p cut keep the lowest ids.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -14,6 +15,7 @@
 #include "engine/batch_sampler.h"
 #include "ops/registry.h"
 #include "ops/sample_math.h"
+#include "ops/sample_row.h"
 
 namespace portllm {
 namespace {
@@ -181,6 +183,36 @@ TEST(SampleOp, TiesAtACutKeepTheLowestIds) {
   }
   EXPECT_EQ(seen_k, (std::set<int32_t>{1, 2}));
   EXPECT_EQ(seen_p, (std::set<int32_t>{0, 1}));
+}
+
+// The host sampler builds only as much of the rank order as the top-p prefix needs (chunks of 64,
+// 256, 1024, ...). A flat row whose 0.9 mass takes ~2700 of 3000 entries, ties included, crosses
+// several chunks; the survivors must be the prefix a full sort gives.
+TEST(SampleOp, TopPPrefixBeyondTheFirstChunksMatchesAFullSort) {
+  std::vector<float> l(3000);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = float((i * 7919) % 1000) * 1e-3f;  // ties: each value thrice
+  const float top_p = 0.9f;
+  std::vector<int32_t> ids;
+  std::vector<double> rel;
+  sampling::filter_candidates(l, 1.f, 0.f, 0, top_p, ids, rel);
+
+  std::vector<int32_t> rank(l.size());
+  for (size_t i = 0; i < rank.size(); ++i) rank[i] = int32_t(i);
+  std::sort(rank.begin(), rank.end(), [&](int32_t a, int32_t b) {
+    return l[size_t(a)] != l[size_t(b)] ? l[size_t(a)] > l[size_t(b)] : a < b;
+  });
+  const float mx = *std::max_element(l.begin(), l.end());
+  auto r = [&](int32_t i) { return std::exp(double(l[size_t(i)] - mx)); };
+  double total = 0, cum = 0;
+  for (int32_t i : rank) total += r(i);
+  size_t keep = 0;
+  while (keep < rank.size() && (keep == 0 || cum < double(top_p) * total)) cum += r(rank[keep++]);
+  std::vector<int32_t> want(rank.begin(), rank.begin() + ptrdiff_t(keep));
+  std::sort(want.begin(), want.end());
+  ASSERT_GT(keep, size_t(64 + 256 + 1024));  // the case really crosses chunks
+  EXPECT_EQ(ids, want);
+  ASSERT_EQ(rel.size(), ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(rel[i], r(ids[i]));
 }
 
 }  // namespace

@@ -258,7 +258,8 @@ std::vector<OpCase> sample_cases(DType act) {
 }
 
 // Decode-step shapes over Qwen3's 151936-entry vocabulary: one greedy row (bench latency), one
-// row and 256 rows at temperature 0.6 (the throughput workload), 64 rows with top-k and top-p.
+// row and 256 rows at temperature 0.6 (the throughput workload), 64 rows with top-k and top-p, and
+// 64 with top-p alone (what OpenAI clients send: the cut is a rank prefix over the whole row).
 // The cost is one read of the logits; the GB/s column then says how many reads a call is worth.
 std::vector<OpCase> sample_perf(DType act) {
   if (act != DType::BF16) return {};  // the logits are f32 whatever the activations: timed once, in the bf16 sweep
@@ -282,6 +283,7 @@ std::vector<OpCase> sample_perf(DType act) {
   v.push_back(make_case("temperature 0.6", rows(1), same(1, spec(0.6f))));
   v.push_back(make_case("temperature 0.6", rows(256), same(256, spec(0.6f))));
   v.push_back(make_case("top_k 50 top_p 0.9", rows(64), same(64, spec(0.8f, 50, 0.9f))));
+  v.push_back(make_case("top_p 0.9", rows(64), same(64, spec(0.8f, 0, 0.9f))));
   for (OpCase& c : v) c.bytes = double(c.tensors[1].numel()) * 4;
   return v;
 }
