@@ -6,7 +6,7 @@
 //    scaled while loaded, so W is read once per row tile as 1-byte elements (GEMV / decode sizes).
 //  * gpu.matmul_fp8_dequant_blas (M >= 32): W dequantized into scratch in the activation dtype,
 //    then one gpublasGemmEx (prefill sizes, where the BLAS' matrix units win).
-// A W8A8 path on fp8 units (caps.fp8) is future work.
+// The W8A8 path on fp8 units (caps.fp8) is matmul_fp8_w8a8.cpp (NVIDIA, cuBLASLt).
 #include <algorithm>
 
 #include "backends/gpu/gpu_check.h"
