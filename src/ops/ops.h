@@ -4,6 +4,7 @@
 #pragma once
 #include "ops/op_args.h"
 #include "ops/op_profiler.h"
+#include "ops/op_skip.h"
 #include "ops/registry.h"
 
 namespace portllm::ops {
@@ -11,6 +12,8 @@ namespace portllm::ops {
 template <class Args>
 void run(OpContext& ctx, const OpDesc& desc, const Args& args) {
   const KernelInfo& k = ctx.dispatcher->select(desc);
+  if (op_skipping_enabled() && op_skipped(desc.op)) [[unlikely]]
+    return;  // PORTLLM_SKIP_OPS: a timing run without this op
   if (op_profiling_enabled()) [[unlikely]]
     return profile_op(ctx, k, desc, [&] { k.run(&args, *ctx.stream); });
   k.run(&args, *ctx.stream);
