@@ -33,6 +33,9 @@ enum class MoeGroupScore : uint8_t { Max = 0, Top2Sum = 1 };
 // scale (routed_scaling_factor). Ids are written best-first (ties: lower expert id first).
 // dtype[0] = logits, dtype[1] = bias; dim[0] = E, dim[1] = top_k, dim[2] = n_group, dim[3] = topk_group;
 // flags: bit0 renormalize, bit1 sigmoid, bit2 Top2Sum, bit3 has bias.
+// A NaN selection score (NaN or infinite logits, a NaN bias) ranks below every number, ties
+// among such experts going to the lower id, so the ids are always k distinct experts; their
+// weights are whatever the math gives (NaN).
 struct MoeRouteArgs {
   Tensor topk_ids;      // [T, k] i32 (out)
   Tensor topk_weights;  // [T, k] f32 (out)

@@ -101,7 +101,8 @@ __global__ void route_kernel(RouteParams p) {
     for (int e = lane; e < E; e += kWarpSize) score[e] /= sum;
   }
   for (int e = lane; e < E; e += kWarpSize) {
-    sel[e] = score[e] + (p.bias ? double(p.bias[e * p.b_s0]) : 0.0);
+    const double v = score[e] + (p.bias ? double(p.bias[e * p.b_s0]) : 0.0);
+    sel[e] = isnan(v) ? -INFINITY : v;  // NaN ranks below every number (MoeRouteArgs)
     taken[e] = 0;
   }
   __syncthreads();
@@ -211,6 +212,10 @@ __global__ void route_flat_kernel(RouteParams p) {
   for (int i = 0; i < NE; ++i) {
     const int e = lane + kWarpSize * i;
     sel[i] = sc[i] + (p.bias && e < E ? double(p.bias[e * p.b_s0]) : 0.0);
+    // NaN ranks below every number (MoeRouteArgs): with NaN scores the lanes' argmax rounds would
+    // disagree, every lane taking its own candidate, and the rounds past the lanes' slots end with
+    // no expert (id -1, which the expert GEMMs would follow out of bounds).
+    if (isnan(sel[i])) sel[i] = -INFINITY;
   }
   int my_id = -1;
   double my_score = 0, sum = 0;

@@ -1,5 +1,5 @@
 // MoE op cases: routers over 8..1024 experts with top-k 1..32 and 1..512 tokens (softmax;
-// grouped softmax / biased sigmoid with 1..8 groups; logits with exact ties), permutation with
+// grouped softmax / biased sigmoid with 1..8 groups; logits with exact ties and NaN logits), permutation with
 // dense and aligned segments, grouped GEMMs with empty experts, odd sizes and fp8 block / per-tensor scales
 // (prefill-sized, decode-sized: 1..64 rows, the GPU's grouped GEMV, and uneven experts under each
 // tile height of the GPU's tensor-core kernel) and in gather mode (rows = top-k assignments), the
@@ -40,21 +40,27 @@ struct RouteShape {
   MoeGroupScore gs;
   bool bias;
   bool ties = false;  // logits on a grid of 9 values: many exact ties (ties -> lower id)
+  bool nan = false;   // token 0's logits all NaN, token 1's expert 1 NaN (NaN ranks last)
 };
 
 OpCase route_case(const RouteShape& s, Op op) {
   CaseRng r(uint64_t(s.T * 131 + s.E * 7 + s.k + s.groups * 1000 + int(s.scoring) * 17));
   OpCase c;
   c.op = op;
-  c.name = fmt::format("T={} E={} k={} renorm={} scale={} groups={}/{} {} {}{}{}", s.T, s.E, s.k, s.renorm, s.scale,
+  c.name = fmt::format("T={} E={} k={} renorm={} scale={} groups={}/{} {} {}{}{}{}", s.T, s.E, s.k, s.renorm, s.scale,
                        s.topk_groups, s.groups, s.scoring == MoeScoring::Sigmoid ? "sigmoid" : "softmax",
                        s.gs == MoeGroupScore::Top2Sum ? "top2sum" : "max", s.bias ? " bias" : "",
-                       s.ties ? " ties" : "");
+                       s.ties ? " ties" : "", s.nan ? " nan" : "");
   c.tensors = {CaseRng::filled(DType::I32, {s.T, s.k}, -1), CaseRng::filled(DType::F32, {s.T, s.k}, kNaN),
                r.tensor(DType::F32, {s.T, s.E}, -4, 4), s.bias ? r.tensor(DType::F32, {s.E}, -0.5, 0.5) : Tensor()};
   if (s.ties) {
     float* l = c.tensors[2].ptr<float>();
     for (int64_t i = 0; i < int64_t(s.T) * s.E; ++i) l[i] = std::round(l[i]) * 0.5f;
+  }
+  if (s.nan) {
+    float* l = c.tensors[2].ptr<float>();
+    for (int e = 0; e < s.E; ++e) l[e] = float(kNaN);
+    if (s.T > 1) l[s.E + 1] = float(kNaN);
   }
   c.outputs = {0, 1};
   c.tol = 1e-6;  // expert choice must match exactly; weights are computed in double by both
@@ -84,7 +90,8 @@ std::vector<OpCase> route_softmax_cases(DType act) {
   for (RouteShape s : {RouteShape{1, 8, 1, false, 1.f, 1, 1, S, M, false}, {7, 8, 2, true, 1.f, 1, 1, S, M, false},
                        {64, 64, 6, false, 1.f, 1, 1, S, M, false}, {512, 128, 8, true, 1.f, 1, 1, S, M, false},
                        {33, 256, 8, true, 2.5f, 1, 1, S, M, false}, {5, 60, 4, false, 16.f, 1, 1, S, M, false},
-                       {9, 128, 8, true, 1.f, 1, 1, S, M, false, true}, {4, 1024, 32, false, 1.f, 1, 1, S, M, false}})
+                       {9, 128, 8, true, 1.f, 1, 1, S, M, false, true}, {4, 1024, 32, false, 1.f, 1, 1, S, M, false},
+                       {3, 128, 8, true, 1.f, 1, 1, S, M, false, false, true}})
     v.push_back(route_case(s, Op::MOE_ROUTE_SOFTMAX));
   return v;
 }
@@ -98,7 +105,8 @@ std::vector<OpCase> route_grouped_cases(DType act) {
                        {512, 64, 8, true, 1.f, 1, 1, Sg, T2, true}, {17, 64, 6, false, 1.f, 8, 3, Sm, Mx, false},
                        {3, 8, 2, false, 1.f, 2, 1, Sm, Mx, false}, {9, 160, 6, false, 16.f, 8, 3, Sm, Mx, false},
                        {1, 8, 1, true, 1.f, 8, 1, Sg, T2, true}, {31, 32, 8, true, 1.f, 4, 4, Sg, T2, false},
-                       {20, 384, 8, true, 2.827f, 1, 1, Sg, T2, true}, {6, 64, 6, false, 1.f, 1, 1, Sg, T2, true, true}})
+                       {20, 384, 8, true, 2.827f, 1, 1, Sg, T2, true}, {6, 64, 6, false, 1.f, 1, 1, Sg, T2, true, true},
+                       {3, 256, 8, true, 2.5f, 8, 4, Sg, T2, true, false, true}})
     v.push_back(route_case(s, Op::MOE_ROUTE_GROUPED));
   return v;
 }

@@ -24,8 +24,11 @@ inline void moe_route_row(const MoeRouteArgs& a, const double* logits, const dou
     for (int64_t e = 0; e < E; ++e) sum += (score[size_t(e)] = std::exp(logits[e] - m));
     for (auto& s : score) s /= sum;
   }
-  for (int64_t e = 0; e < E; ++e) sel[size_t(e)] = score[size_t(e)] + (bias ? bias[e] : 0.0);
   const double ninf = -std::numeric_limits<double>::infinity();
+  for (int64_t e = 0; e < E; ++e) {
+    const double v = score[size_t(e)] + (bias ? bias[e] : 0.0);
+    sel[size_t(e)] = std::isnan(v) ? ninf : v;  // NaN ranks below every number (MoeRouteArgs)
+  }
   // Best-first order of candidates with ties broken by lower index.
   auto best_first = [](const std::vector<double>& v) {
     std::vector<int64_t> order(v.size());
