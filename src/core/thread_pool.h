@@ -1,6 +1,7 @@
 // A fixed pool of worker threads for data-parallel CPU kernels. parallel_for splits [0, n) into
 // contiguous chunks, one per thread, and blocks until all are done; the calling thread works too.
 #pragma once
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -9,6 +10,16 @@
 #include <vector>
 
 namespace portllm {
+
+// The least work (about one multiply-add per unit) worth a chunk of its own: handing a chunk to
+// another thread costs a condition-variable wake and a wait, ~10 us on a busy 2-core machine,
+// so smaller jobs run on the calling thread alone. stories260K (64-wide rows) decoded at 0.66 ms
+// per token on 2 threads against 0.08 ms on 1 while its GEMVs were split by column count alone.
+inline constexpr int64_t kMinChunkWork = int64_t(1) << 18;
+// parallel_for's grain for items of `work_per_item` units each.
+inline int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(1, work_per_item));
+}
 
 class ThreadPool {
  public:

@@ -36,3 +36,19 @@ TEST(ThreadPool, CoversTheRangeExactlyOnce) {
   pool.parallel_for(0, [&](int64_t, int64_t, int) { ++calls; });
   EXPECT_EQ(calls, 0);
 }
+
+// Jobs below kMinChunkWork per chunk stay on the calling thread (a hand-off costs more than it
+// saves); larger ones are split over the pool.
+TEST(ThreadPool, GrainForKeepsSmallJobsOnTheCallingThread) {
+  ThreadPool pool(3);
+  auto parts = [&](int64_t n, int64_t work) {
+    std::vector<int> used(3, 0);
+    pool.parallel_for(n, [&](int64_t, int64_t, int t) { used[size_t(t)] = 1; }, grain_for(work));
+    return used[0] + used[1] + used[2];
+  };
+  EXPECT_EQ(parts(64, 1000), 1);                           // 64k units in all
+  EXPECT_EQ(parts(kMinChunkWork / 1000 * 2, 1000), 2);    // two chunks' worth
+  EXPECT_EQ(parts(1 << 20, 1000), 3);                      // plenty: every thread
+  EXPECT_EQ(grain_for(0), kMinChunkWork);
+  EXPECT_EQ(grain_for(int64_t(1) << 40), 1);
+}

@@ -89,7 +89,7 @@ void attention(const AttentionArgs& a, Stream&) {
         for (int64_t d = 0; d < Dv; ++d) op[d] = acc[size_t(d)] / l;
       }
     }
-  });
+  }, grain_for(int64_t(std::max(1, a.max_q_len)) * std::max(1, a.max_seq_len) * (Dk + Dv)));
 }
 
 bool supports_cache(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }

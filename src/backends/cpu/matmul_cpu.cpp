@@ -58,7 +58,7 @@ void gemv_rows(const MatmulArgs& a, int64_t n0, int64_t n1) {
 }
 
 void gemv(const MatmulArgs& a) {
-  const int64_t M = a.x.size(0), N = a.w.size(0);
+  const int64_t M = a.x.size(0), N = a.w.size(0), K = a.w.size(1);
   ThreadPool::global().parallel_for(N, [&](int64_t n0, int64_t n1, int) {
     switch (M) {
       case 1: gemv_rows<1>(a, n0, n1); break;
@@ -66,7 +66,7 @@ void gemv(const MatmulArgs& a) {
       case 3: gemv_rows<3>(a, n0, n1); break;
       default: gemv_rows<4>(a, n0, n1); break;
     }
-  }, 16);
+  }, std::max<int64_t>(16, grain_for(K * M)));
 }
 
 void gemm(const MatmulArgs& a) {
@@ -98,7 +98,7 @@ void gemm(const MatmulArgs& a) {
           for (int64_t i = 0; i < nn; ++i) a.out.ptr<float>()[m * a.out.strides[0] + n0 + i] += b[size_t(i)];
       }
     }
-  });
+  }, grain_for(kPanel * K * M));
 }
 
 void matmul(const MatmulArgs& a, Stream&) {

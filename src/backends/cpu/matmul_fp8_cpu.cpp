@@ -33,7 +33,7 @@ void matmul_fp8(const MatmulArgs& a, Stream&) {
           for (int64_t i = 0; i < nn; ++i) a.out.ptr<float>()[m * a.out.strides[0] + n0 + i] += b[size_t(i)];
       }
     }
-  });
+  }, grain_for(panel * K * M));
 }
 
 bool supports(const OpDesc& d, const DeviceCaps& caps) {

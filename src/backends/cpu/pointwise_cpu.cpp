@@ -25,7 +25,7 @@ void embed(const EmbedArgs& a, Stream&) {
       if (id < 0 || id >= V) { std::memset(row(a.out, t), 0, size_t(H) * 4); continue; }
       widen(a.table.dtype, static_cast<const char*>(a.table.data) + id * a.table.strides[0] * int64_t(es), row(a.out, t), H);
     }
-  }, 8);
+  }, grain_for(4 * H));
 }
 
 void norm_row(float* out, const float* x, const float* w, int64_t D, float eps, float off) {
@@ -48,7 +48,7 @@ void rms_norm(const RmsNormArgs& a, Stream&) {
   with_f32_weight(a.weight, [&](const float* w) {
     ThreadPool::global().parallel_for(a.x.num_rows(), [&](int64_t r0, int64_t r1, int) {
       for (int64_t r = r0; r < r1; ++r) norm_row(row(a.out, r), row(a.x, r), w, D, a.eps, a.weight_offset);
-    }, 4);
+    }, grain_for(4 * D));
   });
 }
 
@@ -62,7 +62,7 @@ void add_rms_norm(const AddRmsNormArgs& a, Stream&) {
         for (int64_t j = 0; j < D; ++j) res[j] += x[j];
         norm_row(row(a.out, r), res, w, D, a.eps, a.weight_offset);
       }
-    }, 4);
+    }, grain_for(4 * D));
   });
 }
 
@@ -86,7 +86,7 @@ void rope(const RopeArgs& a, Stream&) {
         for (int64_t h = 0; h < x.size(1); ++h)
           rotate_row(x.ptr<float>() + t * x.strides[0] + h * x.strides[1], cs, half, a.interleaved);
       }
-    }, 4);
+    }, grain_for(4 * x.size(1) * x.size(2)));
   };
   apply(a.q);
   apply(a.k);
@@ -129,7 +129,7 @@ void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream&) {
         put(a.v, a.v_cache, Dv);
       }
     }
-  }, 1);
+  }, grain_for(4 * (a.q.size(1) + a.k.size(1)) * D + a.v.size(1) * Dv));
 }
 
 void silu_mul(const SiluMulArgs& a, Stream&) {
@@ -140,7 +140,7 @@ void silu_mul(const SiluMulArgs& a, Stream&) {
       const float *g = row(a.gate, t), *u = row(a.up, t);
       for (int64_t i = 0; i < I; ++i) o[i] = g[i] / (1.f + std::exp(-g[i])) * u[i];
     }
-  }, 4);
+  }, grain_for(4 * I));
 }
 
 void add(const AddArgs& a, Stream&) {
