@@ -73,9 +73,10 @@ void filter_candidates(std::span<const float> l, float temperature, float min_p,
   thread_local std::vector<double> rel_of;
   if (rel_of.size() < size_t(V)) rel_of.resize(size_t(V));
   auto rel = [&](int32_t i) { return std::exp(double((l[size_t(i)] - mx) * inv_t)); };
+  const bool by_min_p = min_p > 0;  // false for a NaN min_p too
   for (int64_t i = 0; i < V; ++i) {
     if (!std::isfinite(l[size_t(i)])) continue;
-    if (min_p > 0) {
+    if (by_min_p) {
       const double r = rel(int32_t(i));
       if (!(r >= double(min_p))) continue;
       rel_of[size_t(i)] = r;
@@ -93,7 +94,7 @@ void filter_candidates(std::span<const float> l, float temperature, float min_p,
     ids.resize(size_t(top_k));
     reordered = true;
   }
-  if (!(min_p > 0))
+  if (!by_min_p)
     for (int32_t id : ids) rel_of[size_t(id)] = rel(id);
   if (top_p < 1.0f && !ids.empty()) {
     // The mass is summed in the ids' current order (op_args_sample.h allows any summation order).
