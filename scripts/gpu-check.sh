@@ -4,14 +4,15 @@
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe`, `gemm_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe gemm ops perf logits engine graphs bench throughput moe serve v2profile profile timeline musa
+# STAGEs: smi probe gemm ops perf logits engine graphs bench throughput moe serve v2profile profile timeline trace musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
 # narrows it the same way). `gemm` searches the vendor BLAS' configurations for decode-size GEMMs
 # (scripts/gemm_probe.cu). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
 # DeepSeek-V2-Lite, bf16 and block-FP8, driven by `portllm bench serve`). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `timeline` the kernels of one decode step with their
-# times (ncu; TL_SPECS="Model:input_len ..."); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
+# times (ncu; TL_SPECS="Model:input_len ..."); `trace` what each kernel adds to a decode step inside
+# the replayed graph (CUPTI; TRACE_SPECS likewise); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
 set -u
@@ -318,6 +319,33 @@ if has timeline; then
         --kv-dtype bf16 >"$OUT/tl-$m.csv" 2>"$OUT/tl-$m.log"
       row "timeline $m bs1 in$inl (tl-$m.csv)" "rc=$?"
       python3 scripts/decode_step_kernels.py "$OUT/tl-$m.csv" || true
+    done
+  fi
+fi
+
+if has trace; then
+  # What each kernel adds to a batch-1 decode step inside the replayed graph, PDL overlaps
+  # included: scripts/kernel_trace.cpp (CUPTI activity records through the driver's injection
+  # hook; nsys is not on every GPU machine), built here against this machine's CUPTI, then
+  # scripts/kernel_trace_summary.py. TRACE_SPECS="Model:input_len ...".
+  CUPTI_H=$(find /usr/local/cuda/ /usr/local/cuda/extras /usr/lib/python3*/ /usr/local/lib/python3*/ -name cupti.h 2>/dev/null | head -1)
+  CUPTI_SO=$(find /usr/local/cuda/ /usr/lib/python3*/ /usr/local/lib/python3*/ -name 'libcupti.so*' 2>/dev/null | head -1)
+  KT=/tmp/libktrace.so
+  for rec in CUpti_ActivityKernel10 CUpti_ActivityKernel9 CUpti_ActivityKernel11; do
+    g++ -std=c++17 -shared -fPIC -O2 -I"$(dirname "$CUPTI_H")" -I/usr/local/cuda/include -DKREC=$rec \
+      scripts/kernel_trace.cpp -o $KT "$CUPTI_SO" >"$OUT/ktrace-build.log" 2>&1 && break
+  done
+  if [ ! -f $KT ]; then
+    row "trace" "tracer did not build (cupti.h: ${CUPTI_H:-none}; ktrace-build.log)"
+  else
+    export LD_LIBRARY_PATH=$(dirname "$CUPTI_SO"):$LD_LIBRARY_PATH
+    for spec in ${TRACE_SPECS:-Qwen3-8B:4096 Qwen3-30B-A3B:128}; do
+      m=${spec%%:*}; inl=${spec##*:}
+      CUDA_INJECTION64_PATH=$KT KTRACE_OUT=/tmp/trace-$m.csv timeout 300 "$PL" bench latency --device cuda \
+        --load-format dummy --model tests/data/configs/$m --batch-size 1 --input-len $inl --output-len 32 \
+        --num-iters 1 --num-iters-warmup 1 --max-model-len 8192 --kv-dtype bf16 >"$OUT/trace-$m.log" 2>&1
+      row "trace $m bs1 in$inl" "rc=$? $(grep -o 'TPOT[^,]*' "$OUT/trace-$m.log" | tail -1)"
+      python3 scripts/kernel_trace_summary.py /tmp/trace-$m.csv 16 | tee -a "$OUT/trace-summary.txt"
     done
   fi
 fi

@@ -77,6 +77,12 @@ class Device {
   virtual MemoryStats memory_stats() const = 0;
   virtual void reset_peak_memory() {}
   virtual void empty_cache() {}
+
+  // Timing aid: enqueues on s work that leaves the device's caches without the data of earlier
+  // work (reads only, so no dirty lines' write-back lands on the next kernel), so the next kernel
+  // finds its operands in memory, as a model step finds its weights and KV cache. No-op where
+  // there is nothing to evict.
+  virtual void evict_caches(Stream& s) { (void)s; }
 };
 
 }  // namespace portllm

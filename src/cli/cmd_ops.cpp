@@ -42,7 +42,7 @@ std::vector<DType> parse_dtypes(const std::string& s) {
 struct Options {
   std::string backend = "cpu";
   std::string op, pattern, dtypes = "f32,f16,bf16", format = "text";
-  bool verbose = false;
+  bool verbose = false, cold = false;
   int threads = 0;
 };
 
@@ -84,7 +84,7 @@ int run_test(const Options& o) {
 // Seconds per call of `once`. Where the device has graphs, kCallsPerGraph calls are captured
 // into one graph and replayed, timed with device events: small kernels are then measured
 // without their launch cost (as decode graphs run them). Elsewhere, a host-timed loop.
-double seconds_per_call(Device& dev, const std::function<void()>& once) {
+double seconds_per_call_timed(Device& dev, const std::function<void()>& once) {
   constexpr int kCallsPerGraph = 10;
   once();  // warm up (first-touch allocations, attribute setup)
   dev.synchronize();
@@ -115,6 +115,20 @@ double seconds_per_call(Device& dev, const std::function<void()>& once) {
   dev.synchronize();
   elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return elapsed / iters;
+}
+
+// With `cold`, each call follows a cache eviction (Device::evict_caches), as in a model step,
+// where the weights and the other layers' KV rows have pushed an op's operands out of the L2:
+// the time of (eviction + call) less that of the eviction alone. Without it, a perf case's
+// repeated calls find what fits the cache there (a 4k-token KV cache of 16 MB does on the H200).
+double seconds_per_call(Device& dev, bool cold, const std::function<void()>& once) {
+  if (!cold) return seconds_per_call_timed(dev, once);
+  auto evict = [&] { dev.evict_caches(dev.stream()); };
+  const double both = seconds_per_call_timed(dev, [&] {
+    evict();
+    once();
+  });
+  return both - seconds_per_call_timed(dev, evict);
 }
 
 int run_perf(const Options& o) {
@@ -150,7 +164,7 @@ int run_perf(const Options& o) {
           bool ok = true;
           c.invoke(dev_t, [&](const OpDesc& d, const void*) { ok = !k->supports || k->supports(d, dev->caps()); });
           if (!ok) continue;
-          const double sec = seconds_per_call(*dev, [&] {
+          const double sec = seconds_per_call(*dev, o.cold, [&] {
             c.invoke(dev_t, [&](const OpDesc&, const void* a) { k->run(a, dev->stream()); });
           });
           auto rate = [&](double amount, double unit) {
@@ -240,6 +254,7 @@ void add_ops_command(CLI::App& app) {
   auto* perf = ops->add_subcommand("perf", "time each kernel on model-sized perf cases (else its largest conformance case)");
   common(perf);
   perf->add_option("-p,--pattern", o->pattern, "regex on '<kernel> <case>'");
+  perf->add_flag("--cold", o->cold, "evict the device caches before each call (operands come from memory, as in a model step)");
   perf->callback([o] { run_perf(*o); });
   auto* support = ops->add_subcommand("support", "which kernel serves each op and dtype on a backend");
   common(support);

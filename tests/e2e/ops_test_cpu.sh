@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `portllm ops test` on the CPU backend passes and prints its summary; an unknown op is an error.
+# `portllm ops test` on the CPU backend passes and prints its summary; an unknown op is an error;
+# `ops perf --cold` (caches evicted before each call: a no-op on the CPU) times a case.
 set -uo pipefail
 bin=$1
 out=$("$bin" ops test -b cpu 2>&1); rc=$?
@@ -8,4 +9,8 @@ echo "$out" | tail -3
 grep -qE "ops test on cpu: [0-9]+ passed, 0 failed" <<<"$out" || { echo "FAIL: no summary"; exit 1; }
 if "$bin" ops test -o NO_SUCH_OP >/dev/null 2>&1; then echo "FAIL: unknown op accepted"; exit 1; fi
 "$bin" ops support --format md | grep -q "| MATMUL |" || { echo "FAIL: support table"; exit 1; }
+perf=$("$bin" ops perf -b cpu -o RMS_NORM --dtypes f32 --cold -p "^cpu.rms_norm k norm T=1 " 2>&1) ||
+  { echo "$perf"; echo "FAIL: ops perf --cold"; exit 1; }
+grep -Eq "^RMS_NORM +cpu.rms_norm +k norm T=1 .* [0-9]+\.[0-9] +[0-9.]+ +-$" <<<"$perf" ||
+  { echo "$perf"; echo "FAIL: no timed row from ops perf --cold"; exit 1; }
 exit 0

@@ -36,6 +36,9 @@ struct AttnParams {
   // The tensor-core decode kernel copies a warp's first tile before waiting for the previous
   // kernel when it holds only earlier steps' keys (PORTLLM_ATTN_EARLY=0 turns that off, to measure).
   bool early_tiles;
+  // The tensor-core decode kernel: a block whose sequence has at most this many keys lets the next
+  // kernel launch right after its wait, a longer one only when it exits (attention_decode_mma.cu).
+  int early_trigger_keys;
 };
 
 // Element offset of position pos of sequence b in a [NB, page, H, D] cache with strides s0, s1, s2,

@@ -18,6 +18,9 @@
 // accumulator fragments). At the end the 4 warps' (max, sum, output) are merged through shared
 // memory.
 //
+// The next kernel may launch right after the wait (its weight loads then overlap this kernel), or,
+// for sequences past early_trigger_keys() at small batches, only at exit (see there).
+//
 // Several splits are merged inside the same launch: every block writes its partial (max, sum,
 // unnormalized output), and the last block to finish for a (sequence, KV head, row tile), found
 // by an atomic counter, merges all splits' partials in split order. The second kernel this
@@ -37,11 +40,18 @@
 // partials, fence, counter or last block. H200, batch 1, cluster against split form: Qwen3-8B
 // heads 6.4 / 11.2 us at 512 keys, 12.1 / 13.7 at 4k, 54.8 / 50.0 at 32k (the one loss: 128
 // blocks keep less in flight than the split form's 264); Qwen3-30B-A3B heads at 192 keys 6.6 /
-// 8.7. End to end, Qwen3-30B-A3B batch 1 3.17 against 3.24 ms.
+// 8.7. End to end, Qwen3-30B-A3B batch 1 3.17 against 3.24 ms at first; but in the eleventh
+// session's decode graphs (same binary, PORTLLM_CLUSTERS=0 for the split form) it lost wherever
+// the contexts are short: Qwen3-30B-A3B at 128-256 keys 3.03-3.05 against 2.94-2.96 ms,
+// Llama-3.1-8B at 32-160 keys 4.36 against 4.16, and won only at 4k (Qwen3-8B 4.58-4.63 against
+// 4.66-4.67). A cluster starts only when one GPC has room for all its blocks at once, while the
+// previous kernels drain; a graph cannot pick the form by the step's context. So it is opt-in
+// (PORTLLM_ATTN_CLUSTER=1), for long-context serving.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 #include "backends/gpu/attention_common.cuh"
@@ -318,7 +328,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   if (early) issue(0, 0);
   cp_async_commit();
   gpu_wait_for_predecessor();  // launched programmatically: q and this step's K/V row were just written
-  gpu_allow_successor();
+  if (ctx <= p.early_trigger_keys) gpu_allow_successor();  // else at exit: see early_trigger_keys()
 
   // Q (rows past the group zero-filled: zero queries, never written out), then each warp's first
   // kStages - 1 tiles (tile 0 unless it went early), so the Q barrier overlaps the first K/V
@@ -516,6 +526,23 @@ bool early_tiles() {
   return v;
 }
 
+// Keys up to which a sequence's blocks let the next kernel (the o_proj GEMV) launch right after
+// their wait, so its first weight loads overlap the attention (AttnParams::early_trigger_keys).
+// Past it they let it launch only when they exit: a long context's KV reads are the step's
+// critical path, and the GEMV's weight loads, queued ahead of them in the memory system, stretch
+// every round trip of the attention more than their head start gains. H200, batch 1, same binary
+// (the cluster form): Qwen3-8B at 4k 4.75-4.77 -> 4.58-4.63 ms with the launch at exit;
+// Qwen3-30B-A3B at 128-256 keys 3.03 -> 3.06 with it (there the attention reads little, and the
+// exposed launch costs). PORTLLM_ATTN_TRIGGER_KEYS overrides it (read once), for measuring: 0 is
+// always at exit.
+int early_trigger_keys() {
+  static const int v = [] {
+    const char* e = std::getenv("PORTLLM_ATTN_TRIGGER_KEYS");
+    return e && *e ? std::max(0, std::atoi(e)) : 1024;
+  }();
+  return v;
+}
+
 dim3 grid_of(const AttnParams& p, int B) {
   const int row_tiles = (p.group + kRows - 1) / kRows;
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
@@ -546,12 +573,17 @@ bool launch_cluster(const AttnParams& p, int B, Stream& s) {
   return true;
 }
 
-// Blocks per cluster for the cluster form (0: the split-and-merge form): where the device has
-// clusters and the split form would split, the largest power of two up to kMaxCluster that keeps
-// the grid within about two blocks per compute unit, with at least one 16-key tile per block at
-// the longest context. Measured on the H200: see the top of the file.
+// Blocks per cluster for the cluster form (0: the split-and-merge form): where it is asked for
+// (PORTLLM_ATTN_CLUSTER=1, read once), the device has clusters and the split form would split, the
+// largest power of two up to kMaxCluster that keeps the grid within about two blocks per compute
+// unit, with at least one 16-key tile per block at the longest context. Measured on the H200: see
+// the top of the file.
 int cluster_size(const AttentionArgs& a, int groups, int splits, const DeviceCaps& caps) {
-  if (caps.max_cluster_blocks < 2 || splits < 2) return 0;
+  static const bool wanted = [] {
+    const char* e = std::getenv("PORTLLM_ATTN_CLUSTER");
+    return e && std::string_view(e) == "1";
+  }();
+  if (!wanted || caps.max_cluster_blocks < 2 || splits < 2) return 0;
   int c = std::min(kMaxCluster, caps.max_cluster_blocks);
   while (c > 2 && (int64_t(groups) * c > 2 * int64_t(caps.num_compute_units) || c * kKeys > std::max(1, a.max_seq_len)))
     c /= 2;
@@ -578,7 +610,11 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   // test as the splits' above): there the first tile's latency is on the step's critical path
   // (Qwen3-8B at 4k 4.80 -> 4.76 ms). With them at every batch the throughput workload measured
   // 9255 against 9288 out tok/s, so large batches copy after the wait.
-  p.early_tiles = early_tiles() && blocks < caps.num_compute_units;
+  const bool small_batch = blocks < caps.num_compute_units;
+  p.early_tiles = early_tiles() && small_batch;
+  // The successor's launch at exit at small batches only: the throughput workload (Qwen3-8B, up
+  // to 256 sequences of 100-2048 keys) measured 9390 out tok/s with it against 9452 without.
+  p.early_trigger_keys = small_batch ? early_trigger_keys() : std::numeric_limits<int>::max();
   if (const int c = cluster_size(a, blocks, p.splits, caps)) {
     AttnParams pc = p;
     pc.splits = c;

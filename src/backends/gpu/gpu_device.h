@@ -46,6 +46,7 @@ class GpuDevice final : public Device {
   MemoryStats memory_stats() const override { return alloc_->stats(); }
   void reset_peak_memory() override { alloc_->reset_peak(); }
   void empty_cache() override { alloc_->empty_cache(); }
+  void evict_caches(Stream& s) override;
   std::unique_ptr<Graph> capture(Stream& s, const std::function<void()>& fn) override;
 
   gpublasHandle_t blas(gpuStream_t s);  // the device's BLAS handle bound to stream s
@@ -58,6 +59,7 @@ class GpuDevice final : public Device {
   std::shared_ptr<CachingAllocator> alloc_;
   std::unique_ptr<GpuStream> main_, aux_;
   gpublasHandle_t blas_ = nullptr;
+  std::shared_ptr<void> evict_buf_;  // evict_caches' buffer (2x the L2), allocated on first use
 };
 
 // Devices the vendor runtime reports; 0 when there is no device or no driver.

@@ -119,11 +119,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
   const int64_t t = blockIdx.x;
   const int k = p.k;
   const int64_t N = p.N, K = p.K;
-  gpu_wait_for_predecessor();  // launched programmatically: ids, weights and h are earlier outputs
-  gpu_allow_successor();
+  // The routing (ids, weights) comes from MOE_ROUTE, which ran before this kernel's predecessor
+  // (the gate|up MOE_GEMM, whose output h is): it is settled before the wait
+  // (programmatic_launch.cuh), so the expert ids and the first weights of the stream are read
+  // while the gate|up GEMM drains.
   if (tid < k) {
-    ex_s[tid] = p.ids[t * p.id_s0 + tid * p.id_s1];
-    wt_s[tid] = p.wts[t * p.wt_s0 + tid * p.wt_s1];
+    ex_s[tid] = gpu_load_settled(p.ids + t * p.id_s0 + tid * p.id_s1);
+    wt_s[tid] = gpu_load_settled(p.wts + t * p.wt_s0 + tid * p.wt_s1);
   }
   __syncthreads();
 
@@ -146,27 +148,34 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
   float sc0[kRowsW], sc1[kRowsW];  // fp8: their block scales (dropped by the compiler otherwise)
   const int kc_stride = p.kc_stride;
 
+  // Step s = (slot j, K step i) of the chunk at c0 (kc wide, spe steps per slot): this lane's V
+  // weights of each row, zeros outside.
+  auto load_at = [&](Raw (&rw)[kRowsW], float (&sw)[kRowsW], int s, int64_t c0, int kc, int spe) {
+    const int j = s / spe;
+    const int kk = (s - j * spe) * kStep + lane * V;
+    const bool ok = kk < kc;
+    const int64_t e = ex_s[j], kg = c0 + kk;
+    const TW* src = w + e * p.w_es + kg;
+    const float* s_e = kFp8 ? p.scale + e * p.s_es + (ok ? int64_t(int(kg) / p.block_k) * p.s_s1 : 0) : nullptr;
+#pragma unroll
+    for (int r = 0; r < kRowsW; ++r) {
+      const bool in = ok && rv[r];
+      if constexpr (kVec) rw[r] = in ? *reinterpret_cast<const uint4*>(src + r * p.w_ld) : make_uint4(0, 0, 0, 0);
+      else rw[r] = in ? src[r * p.w_ld] : Raw{};
+      if constexpr (kFp8) sw[r] = in ? s_e[soff[r]] : 0.f;
+    }
+  };
+  const int kc_first = int(std::min<int64_t>(kc_stride, K));
+  const int spe_first = (kc_first + kStep - 1) / kStep;
+  if (active && q < k * spe_first) load_at(raw0, sc0, q, 0, kc_first, spe_first);
+  gpu_wait_for_predecessor();  // launched programmatically: h is the predecessor's output
+  gpu_allow_successor();
+
   for (int64_t c0 = 0; c0 < K; c0 += kc_stride) {  // block-uniform
     const int kc = int(std::min<int64_t>(kc_stride, K - c0));
     const int spe = (kc + kStep - 1) / kStep;  // steps per slot in this chunk
     const int nsteps = k * spe;
-
-    // Step s = (slot j, K step i): this lane's V weights of each row, zeros outside.
-    auto load = [&](Raw (&rw)[kRowsW], float (&sw)[kRowsW], int s) {
-      const int j = s / spe;
-      const int kk = (s - j * spe) * kStep + lane * V;
-      const bool ok = kk < kc;
-      const int64_t e = ex_s[j], kg = c0 + kk;
-      const TW* src = w + e * p.w_es + kg;
-      const float* s_e = kFp8 ? p.scale + e * p.s_es + (ok ? int64_t(int(kg) / p.block_k) * p.s_s1 : 0) : nullptr;
-#pragma unroll
-      for (int r = 0; r < kRowsW; ++r) {
-        const bool in = ok && rv[r];
-        if constexpr (kVec) rw[r] = in ? *reinterpret_cast<const uint4*>(src + r * p.w_ld) : make_uint4(0, 0, 0, 0);
-        else rw[r] = in ? src[r * p.w_ld] : Raw{};
-        if constexpr (kFp8) sw[r] = in ? s_e[soff[r]] : 0.f;
-      }
-    };
+    auto load = [&](Raw (&rw)[kRowsW], float (&sw)[kRowsW], int s) { load_at(rw, sw, s, c0, kc, spe); };
     auto compute = [&](const Raw (&rw)[kRowsW], const float (&sw)[kRowsW], int s) {
       const int j = s / spe;
       const int kk = (s - j * spe) * kStep + lane * V;
@@ -202,7 +211,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
       }
     };
 
-    if (active && q < nsteps) load(raw0, sc0, q);  // the first weights are in flight while h is staged
+    if (c0 > 0 && active && q < nsteps) load(raw0, sc0, q);  // the first weights are in flight while h is staged
     __syncthreads();                                 // every warp is done with the previous chunk
     if (p.vec_x) {
       // 16-byte loads of gate and up (I, the row stride and c0 keep them aligned), a few per

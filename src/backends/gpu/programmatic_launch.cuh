@@ -14,7 +14,13 @@
 // starts (the predecessor allowed it only after its own wait), so what only earlier kernels wrote
 // may be read too, where the kernel can tell it apart. ATTN_DECODE's tensor-core kernel copies
 // cache tiles of earlier steps' keys before the wait; this step's K/V row (written by the
-// preparation kernel just before it) and q are read after.
+// preparation kernel just before it) and q are read after. MOE_DOWN_COMBINE reads the routing
+// (MOE_ROUTE's, two kernels back) and its first expert weights before the wait; only h, the gate|up
+// GEMM's output, after. Such early reads go through L2 (cp.async, gpu_load_settled): an earlier
+// kernel's value at the same address may still sit in the SM's L1.
+// A kernel may also allow its successor later than right after its wait, or not at all (then at
+// its exit): ATTN_DECODE does so for long contexts, whose reads the successor's early weight loads
+// would slow (attention_decode_mma.cu).
 //
 // Where the device has no such launch (MUSA, NVIDIA before sm_90, or PORTLLM_PDL=0), it is an
 // ordinary launch and the two device calls do nothing: one kernel source for every device.

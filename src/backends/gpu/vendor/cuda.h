@@ -161,6 +161,9 @@ __device__ __forceinline__ void gpu_allow_successor() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// A load, before gpu_wait_for_predecessor(), of what a kernel before the predecessor wrote: from
+// L2, where that kernel's writes are, not from a line an even earlier kernel left in this SM's L1.
+#define gpu_load_settled(p) __ldcg(p)
 // The pieces of a cudaLaunchKernelEx launch that the launchers below share.
 inline cudaLaunchAttribute gpu_programmatic_attr() {
   cudaLaunchAttribute a = {};

@@ -150,6 +150,7 @@ using gpucclResult_t = mcclResult_t;
 #define PORTLLM_GPU_PROGRAMMATIC_LAUNCH 0
 #define gpu_wait_for_predecessor() ((void)0)
 #define gpu_allow_successor() ((void)0)
+#define gpu_load_settled(p) (*(p))  // launches are ordinary: every earlier kernel has finished
 // Nor thread-block clusters (DeviceCaps::max_cluster_blocks = 0): the kernels that use them are
 // NVIDIA-only fast paths, never built for MUSA.
 #define PORTLLM_GPU_CLUSTERS 0

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""What each kernel adds to a decode step, from scripts/kernel_trace.cpp's CSV (gpu-check.sh `trace`).
+
+Kernels of the stream with the most launches, cut into steps after each sampler kernel. The
+decode steps are the steps whose kernel sequence is the most common one. For each kernel of a
+step: its duration (end - start; with programmatic launch it starts while its predecessor drains,
+so durations overlap) and its increment (its end minus its predecessor's end): the increments of
+a step add up to the step's time on the device, so they say what each kernel costs the step.
+Grouped by (kernel, grid), sorted by increment. Usage: kernel_trace_summary.py trace.csv [N]
+(N: the last N decode steps, default all)."""
+import re
+import sys
+from collections import Counter, OrderedDict
+
+
+def short_name(mangled):
+    """The kernel's own name from an Itanium-mangled one: the first length-prefixed source name
+    that is not a namespace of ours."""
+    i = 0
+    while i < len(mangled):
+        m = re.match(r"\d+", mangled[i:])
+        if not m:
+            i += 1
+            continue
+        n, i = int(m.group()), i + m.end()
+        ident = mangled[i:i + n]
+        i += n
+        if ident not in ("portllm", "gpu", "sm80", "sm90") and not ident.startswith("_GLOBAL__N") and len(ident) > 3:
+            return ident
+    return mangled[:60]
+
+
+rows = []
+with open(sys.argv[1]) as f:
+    for line in f:
+        parts = line.rstrip("\n").split(",", 7)
+        if len(parts) < 8:
+            continue
+        start, end, stream, gx, gy, gz, bx, name = parts
+        rows.append((int(start), int(end), int(stream), f"{gx}x{gy}x{gz}", short_name(name)))
+if not rows:
+    sys.exit(f"{sys.argv[1]}: no kernels")
+main = Counter(r[2] for r in rows).most_common(1)[0][0]
+rows = sorted((r for r in rows if r[2] == main), key=lambda r: r[0])
+steps, cur = [], []
+for r in rows:
+    cur.append(r)
+    if re.search(r"sample|argmax", r[4], re.I):
+        steps.append(cur)
+        cur = []
+sigs = Counter(tuple((r[4], r[3]) for r in s) for s in steps)
+if not sigs:
+    sys.exit(f"{sys.argv[1]}: no sampler kernel among {len(rows)} kernels")
+sig, n_sig = sigs.most_common(1)[0]
+idx = [i for i, s in enumerate(steps) if tuple((r[4], r[3]) for r in s) == sig and i > 0]
+if len(sys.argv) > 2:
+    idx = idx[-int(sys.argv[2]):]
+if not idx:
+    sys.exit("no decode step with a predecessor step")
+groups = OrderedDict()
+step_us, gap_us = [], []
+for i in idx:
+    s, prev_end = steps[i], steps[i - 1][-1][1]
+    step_us.append((s[-1][1] - prev_end) / 1e3)
+    gap_us.append(max(0, s[0][0] - prev_end) / 1e3)
+    last_end = prev_end
+    for st, en, _s, grid, name in s:
+        g = groups.setdefault((name, grid), [0, 0.0, 0.0])
+        g[0] += 1
+        g[1] += (en - st) / 1e3
+        g[2] += max(0, en - last_end) / 1e3  # the first kernel's includes the gap after the last step
+        last_end = max(last_end, en)
+ns = len(idx)
+print(f"{ns} decode steps of {len(sig)} kernels; step {sum(step_us) / ns:.1f} us (sampler end to sampler end),"
+      f" of which {sum(gap_us) / ns:.1f} us before the first kernel starts")
+print(f"{'incr/step us':>12} {'share':>6} {'n/step':>6} {'incr us':>8} {'dur us':>8}  {'grid':>12}  kernel")
+total = sum(g[2] for g in groups.values()) / ns
+for (name, grid), (n, dur, inc) in sorted(groups.items(), key=lambda kv: -kv[1][2]):
+    print(f"{inc / ns:12.1f} {100 * inc / ns / total:5.1f}% {n / ns:6.0f} {inc / n:8.2f} {dur / n:8.2f}  {grid:>12}  {name}")

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# scripts/kernel_trace_summary.py (gpu-check.sh's `trace` stage) on a synthetic CUPTI CSV: it must
+# take the stream with the most kernels, cut steps after each sampler kernel, keep the steps of the
+# most common kernel sequence, and charge each kernel its end minus its predecessor's end (the
+# first kernel of a step also the gap after the last step). Args: <portllm binary (unused)> <source dir>.
+set -euo pipefail
+SRC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+gemv=_ZN7portllm3gpu12_GLOBAL__N_111gemv_kernelILi1EEEvv
+attn=_ZN7portllm3gpu12_GLOBAL__N_122attn_decode_mma_kernelILi128EEEvv
+samp=_ZN7portllm3gpu44_GLOBAL__N__2a54173a_11_sampling_cu_1e1e848c13sample_kernelEv
+{
+  # start,end,stream,grid x,y,z,block x,name (ns). A prefill step on stream 7 first (a different
+  # sequence), then three decode steps of gemv -> attention (starting 1 us before the gemv ends,
+  # as a programmatic launch does) -> sampler, 2 us apart; one kernel on another stream.
+  echo "0,50000,7,512,1,1,128,$gemv"
+  echo "50000,52000,7,1,1,1,256,$samp"
+  t=54000
+  for i in 1 2 3; do
+    echo "$t,$((t + 10000)),7,512,1,1,128,$gemv"
+    echo "$((t + 9000)),$((t + 16000)),7,8,1,16,128,$attn"
+    echo "$((t + 16000)),$((t + 17000)),7,1,1,1,256,$samp"
+    t=$((t + 19000))
+  done
+  echo "1000,900000,9,1,1,1,32,$gemv"
+} >"$T/trace.csv"
+out=$(python3 "$SRC/scripts/kernel_trace_summary.py" "$T/trace.csv")
+echo "$out"
+# The three decode steps (the first one's predecessor is the prefill step): each 19 us, 2 us of
+# it before the gemv starts.
+grep -q "^3 decode steps of 3 kernels; step 19.0 us (sampler end to sampler end), of which 2.0 us before" <<<"$out"
+grep -Eq "^ +12.0 +63.2% +1 +12.00 +10.00 +512x1x1 +gemv_kernel$" <<<"$out"
+grep -Eq "^ +6.0 +31.6% +1 +6.00 +7.00 +8x1x16 +attn_decode_mma_kernel$" <<<"$out"
+grep -Eq "^ +1.0 +5.3% +1 +1.00 +1.00 +1x1x1 +sample_kernel$" <<<"$out"
+# The last N steps only.
+python3 "$SRC/scripts/kernel_trace_summary.py" "$T/trace.csv" 1 | grep -q "^1 decode steps of 3 kernels"
+# No sampler kernel: a clear error, not a table.
+grep -v sample "$T/trace.csv" >"$T/nosamp.csv"
+if python3 "$SRC/scripts/kernel_trace_summary.py" "$T/nosamp.csv" 2>"$T/err"; then
+  echo "expected a failure on a trace without sampler kernels"; exit 1
+fi
+grep -q "no sampler kernel" "$T/err"
+echo "kernel_trace_summary: ok"
