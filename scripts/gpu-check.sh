@@ -75,6 +75,9 @@ if has ops; then
   sed -n '/^op kernel/,$p' "$OUT/ops-test.log"
   grep '^FAIL' "$OUT/ops-test.log" | head -20
   row "ops test -b cuda" "$(tail -1 "$OUT/ops-test.log") (rc=$rc)"
+  # The opt-in cluster form of the tensor-core decode attention (attention_decode_mma.cu).
+  PORTLLM_ATTN_CLUSTER=1 timeout 120 "$PL" ops test -b cuda -o ATTN_DECODE >"$OUT/ops-test-cluster.log" 2>&1
+  row "ops test ATTN_DECODE, PORTLLM_ATTN_CLUSTER=1" "$(tail -1 "$OUT/ops-test-cluster.log") (rc=$?)"
 fi
 
 if has perf; then

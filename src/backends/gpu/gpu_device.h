@@ -59,7 +59,7 @@ class GpuDevice final : public Device {
   std::shared_ptr<CachingAllocator> alloc_;
   std::unique_ptr<GpuStream> main_, aux_;
   gpublasHandle_t blas_ = nullptr;
-  std::shared_ptr<void> evict_buf_;  // evict_caches' buffer (2x the L2), allocated on first use
+  std::shared_ptr<void> evict_buf_;  // evict_caches' 256 MiB, allocated on first use
 };
 
 // Devices the vendor runtime reports; 0 when there is no device or no driver.
