@@ -77,7 +77,8 @@ if has ops; then
   row "ops test -b cuda" "$(tail -1 "$OUT/ops-test.log") (rc=$rc)"
   # The opt-in cluster form of the tensor-core decode attention (attention_decode_mma.cu).
   PORTLLM_ATTN_CLUSTER=1 timeout 120 "$PL" ops test -b cuda -o ATTN_DECODE >"$OUT/ops-test-cluster.log" 2>&1
-  row "ops test ATTN_DECODE, PORTLLM_ATTN_CLUSTER=1" "$(tail -1 "$OUT/ops-test-cluster.log") (rc=$?)"
+  rc=$?
+  row "ops test ATTN_DECODE, PORTLLM_ATTN_CLUSTER=1" "$(tail -1 "$OUT/ops-test-cluster.log") (rc=$rc)"
 fi
 
 if has perf; then
