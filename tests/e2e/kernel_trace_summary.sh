@@ -34,7 +34,8 @@ grep -Eq "^ +12.0 +63.2% +1 +12.00 +10.00 +512x1x1 +gemv_kernel$" <<<"$out"
 grep -Eq "^ +6.0 +31.6% +1 +6.00 +7.00 +8x1x16 +attn_decode_mma_kernel$" <<<"$out"
 grep -Eq "^ +1.0 +5.3% +1 +1.00 +1.00 +1x1x1 +sample_kernel$" <<<"$out"
 # The last N steps only.
-python3 "$SRC/scripts/kernel_trace_summary.py" "$T/trace.csv" 1 | grep -q "^1 decode steps of 3 kernels"
+last=$(python3 "$SRC/scripts/kernel_trace_summary.py" "$T/trace.csv" 1)
+grep -q "^1 decode steps of 3 kernels" <<<"$last"
 # No sampler kernel: a clear error, not a table.
 grep -v sample "$T/trace.csv" >"$T/nosamp.csv"
 if python3 "$SRC/scripts/kernel_trace_summary.py" "$T/nosamp.csv" 2>"$T/err"; then
