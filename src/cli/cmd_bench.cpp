@@ -157,6 +157,7 @@ void run_latency(const LatencyOptions& o) {
     std::printf("TPOT           mean %8.2f ms   p50 %8.2f ms\n", mean(tpot) * 1e3, percentile(tpot, 0.5) * 1e3);
     std::printf("E2E latency    mean %8.3f s\n", mean(e2e));
     std::printf("output tok/s   %10.1f\n", mean(tps));
+    print_step_times(engine->stats());  // warm-up and prefill steps included
   }
   flush_op_profile();  // PORTLLM_PROFILE_OPS=1: the per-kernel table, while the device is alive
   engine->shutdown();

@@ -42,4 +42,8 @@ PY
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['output_tokens'] > 0 and d['requests_per_s'] > 0" "$TMP/t.json"
 "$BIN" bench latency --batch-size 2 --input-len 8 --output-len 8 --num-iters 1 --threads 2 --json > "$TMP/l.json"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['mean_ttft_ms'] > 0" "$TMP/l.json"
+# The text form adds the engine loop's host time per step (schedule, forward launch, sample, outputs).
+"$BIN" bench latency --batch-size 2 --input-len 8 --output-len 8 --num-iters 1 --threads 2 > "$TMP/l.txt"
+grep -Eq "^engine steps +[1-9][0-9]*: schedule [0-9.]+, forward [0-9.]+, sample [0-9.]+, outputs [0-9.]+ ms/step$" "$TMP/l.txt" ||
+  { cat "$TMP/l.txt"; echo "FAIL: bench latency prints no engine step times"; exit 1; }
 echo "generate_engine: ok"
