@@ -55,6 +55,7 @@
 #include <string_view>
 
 #include "backends/gpu/attention_common.cuh"
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/programmatic_launch.cuh"
 #include "ops/registry.h"
@@ -579,10 +580,7 @@ bool launch_cluster(const AttnParams& p, int B, Stream& s) {
 // unit, with at least one 16-key tile per block at the longest context. Measured on the H200: see
 // the top of the file.
 int cluster_size(const AttentionArgs& a, int groups, int splits, const DeviceCaps& caps) {
-  static const bool wanted = [] {
-    const char* e = std::getenv("PORTLLM_ATTN_CLUSTER");
-    return e && std::string_view(e) == "1";
-  }();
+  static const bool wanted = env_switch("PORTLLM_ATTN_CLUSTER", {"0", "1"}, 0) == 1;
   if (!wanted || caps.max_cluster_blocks < 2 || splits < 2) return 0;
   int c = std::min(kMaxCluster, caps.max_cluster_blocks);
   while (c > 2 && (int64_t(groups) * c > 2 * int64_t(caps.num_compute_units) || c * kKeys > std::max(1, a.max_seq_len)))

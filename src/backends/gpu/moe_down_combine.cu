@@ -165,15 +165,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
       if constexpr (kFp8) sw[r] = in ? s_e[soff[r]] : 0.f;
     }
   };
-  const int kc_first = int(std::min<int64_t>(kc_stride, K));
-  const int spe_first = (kc_first + kStep - 1) / kStep;
-  if (active && q < k * spe_first) load_at(raw0, sc0, q, 0, kc_first, spe_first);
+  // The chunk at c0: its width and its steps per slot. The first step of chunk 0 is loaded here,
+  // before the wait, exactly as the loop below would load it.
+  auto chunk_width = [&](int64_t c0) { return int(std::min<int64_t>(kc_stride, K - c0)); };
+  auto steps_per_slot = [&](int kc) { return (kc + kStep - 1) / kStep; };
+  if (active && q < k * steps_per_slot(chunk_width(0)))
+    load_at(raw0, sc0, q, 0, chunk_width(0), steps_per_slot(chunk_width(0)));
   gpu_wait_for_predecessor();  // launched programmatically: h is the predecessor's output
   gpu_allow_successor();
 
   for (int64_t c0 = 0; c0 < K; c0 += kc_stride) {  // block-uniform
-    const int kc = int(std::min<int64_t>(kc_stride, K - c0));
-    const int spe = (kc + kStep - 1) / kStep;  // steps per slot in this chunk
+    const int kc = chunk_width(c0), spe = steps_per_slot(kc);
     const int nsteps = k * spe;
     auto load = [&](Raw (&rw)[kRowsW], float (&sw)[kRowsW], int s) { load_at(rw, sw, s, c0, kc, spe); };
     auto compute = [&](const Raw (&rw)[kRowsW], const float (&sw)[kRowsW], int s) {
