@@ -294,8 +294,7 @@ void route(const MoeRouteArgs& a, Stream& s) {
   const dim3 grid{unsigned(T)}, block{unsigned(kWarpSize)};
   if (route_by_block() && G == 1 && !p.sigmoid && !p.bias && E <= kBlockRouteExperts && a.top_k <= kMaxRouteK) {
     const int threads = int((E + kWarpSize - 1) / kWarpSize * kWarpSize);
-    const size_t smem = size_t(route_scratch_doubles(int(E), a.top_k)) * sizeof(double);
-    if (smem > 48 * 1024) fail("moe_route: too many experts for one block's shared memory");
+    const size_t smem = size_t(route_scratch_doubles(int(E), a.top_k)) * sizeof(double);  // < 5 KB
     launch_programmatic(s, route_block_kernel, grid, dim3(unsigned(threads)), smem, p);
     check_launch("moe_route");
     return;
