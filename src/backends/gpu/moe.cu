@@ -8,14 +8,12 @@
 // chunk's starting rank per expert and the aligned expert_offsets, (3) each assignment's row =
 // offsets[e] + chunk start rank + its rank among earlier same-expert assignments of its chunk,
 // (4) every row gathers its token's x (zeros for padding).
-#include <algorithm>
 #include <cmath>
 
 #include "backends/gpu/block_scan.cuh"
 #include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
-#include "backends/gpu/moe_route_device.cuh"
 #include "backends/gpu/programmatic_launch.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
@@ -44,6 +42,33 @@ struct RouteParams {
 
 size_t route_smem_bytes(int64_t E, int64_t G, int64_t k) {
   return size_t(2 * E + G) * sizeof(double) + size_t(E + G + k) * sizeof(int);
+}
+
+// (ov, oi) replaces (bv, bi) if it is valid and better: higher value, ties -> lower index.
+__device__ __forceinline__ void arg_better(double ov, int oi, double& bv, int& bi) {
+  if (oi >= 0 && (bi < 0 || ov > bv || (ov == bv && oi < bi))) {
+    bv = ov;
+    bi = oi;
+  }
+}
+// Every lane ends with the warp's best (value, index).
+__device__ __forceinline__ void warp_argmax(double& bv, int& bi) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) {
+    const double ov = gpu_shfl_xor(bv, m);
+    const int oi = gpu_shfl_xor(bi, m);
+    arg_better(ov, oi, bv, bi);
+  }
+}
+__device__ __forceinline__ double warp_sum_d(double v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) v += gpu_shfl_xor(v, m);
+  return v;
+}
+__device__ __forceinline__ double warp_max_d(double v) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) v = fmax(v, gpu_shfl_xor(v, m));
+  return v;
 }
 
 // One block of kWarpSize threads per token.
@@ -223,26 +248,69 @@ __global__ void route_flat_kernel(RouteParams p) {
   }
 }
 
-// The plain router (one group, softmax, no bias) by a whole block per token: the ranks of
-// route_softmax_block instead of route_flat_kernel's k rounds of warp argmax (same choices, same
-// weights). It is on the batch-1 critical path of every MoE layer (router GEMV -> this -> the
-// expert GEMV): H200, Qwen3-30B-A3B in the decode graph, 3.7 us per call against route_flat's 5.2
-// (in-graph trace), TPOT 2.89-2.90 against 2.98 ms. Dynamic shared memory:
-// route_scratch_doubles(E, k) doubles.
+// The plain router (one group, softmax, no bias) by one block per token, one thread per expert:
+// the same math as route_flat_kernel with one group and no bias, bit for bit (double scores, the
+// same summation orders: lane l of one warp adds experts l, l + kWarpSize, ... then a butterfly,
+// and the chosen scores in choice order), but its k rounds of warp argmax are taken as ranks:
+// expert e is choice r when r experts beat it (a higher score, or an equal one and a lower id),
+// which every thread counts at once in one pass over the scores, compared as the integers of their
+// bits (scores are >= +0; NaN ranks lowest). It is on the batch-1 critical path of every MoE layer
+// (router GEMV -> this -> the expert GEMV): H200, Qwen3-30B-A3B in the decode graph, 3.7 us per
+// layer against route_flat's 5.2 (in-graph trace), TPOT 2.89-2.90 against 2.98 ms; with double
+// compares in the rank pass it gained ~0.02 ms (BENCHMARKS.md, twelfth session).
+// Dynamic shared memory: route_block_smem(E, k).
+size_t route_block_smem(int64_t E, int64_t k) { return size_t(2 * E + kWarpSize + 1 + k) * sizeof(double); }
+
 __global__ void route_block_kernel(RouteParams p) {
   extern __shared__ double rb_smem[];
-  __shared__ int ids[kMaxRouteK];
-  __shared__ float wts[kMaxRouteK];
+  const int E = p.E, k = p.k, tid = int(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int nw = int(blockDim.x) / kWarpSize;  // blockDim.x = E rounded up to whole warps
+  double* sc = rb_smem;                                          // [E] scores
+  long long* key = reinterpret_cast<long long*>(sc + E);         // [E] their rank keys
+  double* red = sc + 2 * E;                                      // [kWarpSize + 1] reductions
+  double* chosen = red + kWarpSize + 1;                          // [k] the chosen scores
   const int64_t t = blockIdx.x;
   gpu_wait_for_predecessor();  // launched programmatically: the router logits are the previous GEMV's
   gpu_allow_successor();
-  const float* lrow = p.logits + t * p.l_s0;
-  double* red = rb_smem + 2 * p.E;
-  route_softmax_block([&](int e) { return lrow[e * p.l_s1]; }, p.E, p.k, p.renorm, p.scale, rb_smem, red,
-                      red + kMaxRouteWarps + 1, ids, wts);
-  if (int(threadIdx.x) < p.k) {
-    p.ids[t * p.ids_s0 + threadIdx.x * p.ids_s1] = ids[threadIdx.x];
-    p.wts[t * p.w_s0 + threadIdx.x * p.w_s1] = wts[threadIdx.x];
+  const bool mine = tid < E;  // one expert per thread
+  double v = mine ? double(p.logits[t * p.l_s0 + tid * p.l_s1]) : -INFINITY;
+  const double wm = warp_max_d(v);
+  if (lane == 0) red[warp] = wm;
+  __syncthreads();
+  double m = red[0];
+  for (int w = 1; w < nw; ++w) m = fmax(m, red[w]);
+  if (mine) sc[tid] = exp(v - m);
+  __syncthreads();
+  if (warp == 0) {  // the sum in the warp kernels' order
+    double sum = 0;
+    for (int e = lane; e < E; e += kWarpSize) sum += sc[e];
+    sum = warp_sum_d(sum);
+    if (lane == 0) red[kWarpSize] = sum;
+  }
+  __syncthreads();
+  if (mine) {
+    v = sc[tid] / red[kWarpSize];
+    key[tid] = isnan(v) ? -1ll : __double_as_longlong(v);
+  }
+  __syncthreads();
+  if (mine) {
+    const long long k0 = key[tid];
+    int rank = 0;
+#pragma unroll 8
+    for (int o = 0; o < E; ++o) {
+      const long long ko = key[o];
+      rank += (ko > k0 || (ko == k0 && o < tid)) ? 1 : 0;
+    }
+    if (rank < k) {
+      p.ids[t * p.ids_s0 + rank * p.ids_s1] = tid;
+      chosen[rank] = v;
+    }
+  }
+  __syncthreads();
+  if (tid < k) {
+    double csum = 0;  // in choice order, as the warp kernels add them
+    for (int j = 0; j < k; ++j) csum += chosen[j];
+    p.wts[t * p.w_s0 + tid * p.w_s1] = float((p.renorm ? chosen[tid] / csum : chosen[tid]) * double(p.scale));
   }
 }
 
@@ -292,10 +360,9 @@ void route(const MoeRouteArgs& a, Stream& s) {
   p.top2 = a.group_score == MoeGroupScore::Top2Sum;
   p.scale = a.scale;
   const dim3 grid{unsigned(T)}, block{unsigned(kWarpSize)};
-  if (route_by_block() && G == 1 && !p.sigmoid && !p.bias && E <= kBlockRouteExperts && a.top_k <= kMaxRouteK) {
+  if (route_by_block() && G == 1 && !p.sigmoid && !p.bias && E <= kBlockRouteExperts) {
     const int threads = int((E + kWarpSize - 1) / kWarpSize * kWarpSize);
-    const size_t smem = size_t(route_scratch_doubles(int(E), a.top_k)) * sizeof(double);  // < 5 KB
-    launch_programmatic(s, route_block_kernel, grid, dim3(unsigned(threads)), smem, p);
+    launch_programmatic(s, route_block_kernel, grid, dim3(unsigned(threads)), route_block_smem(E, a.top_k), p);
     check_launch("moe_route");
     return;
   }
