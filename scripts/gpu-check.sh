@@ -79,6 +79,10 @@ if has ops; then
   PORTLLM_ATTN_CLUSTER=1 timeout 120 "$PL" ops test -b cuda -o ATTN_DECODE >"$OUT/ops-test-cluster.log" 2>&1
   rc=$?
   row "ops test ATTN_DECODE, PORTLLM_ATTN_CLUSTER=1" "$(tail -1 "$OUT/ops-test-cluster.log") (rc=$rc)"
+  # The 4-warp blocks that 8-warp ones replace at small batches (attention_decode_mma.cu).
+  PORTLLM_ATTN_WARPS=4 timeout 120 "$PL" ops test -b cuda -o ATTN_DECODE >"$OUT/ops-test-attn4.log" 2>&1
+  rc=$?
+  row "ops test ATTN_DECODE, PORTLLM_ATTN_WARPS=4" "$(tail -1 "$OUT/ops-test-attn4.log") (rc=$rc)"
   # The warp routing kernel, which the block kernel replaces for plain routers up to 256 experts (moe.cu).
   PORTLLM_MOE_ROUTE_BLOCK=0 timeout 120 "$PL" ops test -b cuda -o MOE_ROUTE_SOFTMAX >"$OUT/ops-test-route-warp.log" 2>&1
   rc=$?

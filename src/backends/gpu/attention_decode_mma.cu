@@ -8,15 +8,23 @@
 // arithmetic (dot products, softmax bookkeeping, P V) costs a few instructions per warp instead
 // of the ~70 of a CUDA-core kernel; with that gone, the kernel is a stream of cache reads.
 //
-// One block of 4 warps per (KV head, 16-row chunk of its query heads, sequence, split). Each warp
-// walks its own 16-key tiles of the split (w, w + 4, ...) through a private ring of kStages
+// One block of W warps per (KV head, 16-row chunk of its query heads, sequence, split): 4, or 8
+// where a batch leaves the compute units room (small_batch_warps). Each warp walks its own 16-key
+// tiles of the split (w, w + W, ...) through a private ring of kStages
 // buffers filled by cp.async (the next tile in flight while one is multiplied), with no block
 // barrier in the loop. A warp reads the block-table entries of its first 32 tiles with one load
 // per lane before its first copy and hands them out by shuffle, so no copy waits on a block-table
 // round trip (one per tile before).
 // S = Q K^T and O += P V run as in the tensor-core prefill kernel (online softmax in base 2 on the
-// accumulator fragments). At the end the 4 warps' (max, sum, output) are merged through shared
+// accumulator fragments). At the end the W warps' (max, sum, output) are merged through shared
 // memory.
+//
+// 8 warps at small batches: a 256-key split is 16 tiles, which 4 warps with 2 buffers each take
+// in two rounds of cache reads and 8 in one. H200, same binary, 4 against 8 warps (`ops perf
+// --cold`, Qwen3-8B heads): 12.9 / 10.9 us at 512 keys, 15.7 / 13.1 at 4k, 43.5 / 42.3 at 32k,
+// Qwen3-30B-A3B heads at 192 keys 10.0 / 9.1; per step (`bench latency`, batch 1) Qwen3-8B at 128
+// keys 4.38 -> 4.24 ms, at 4k 4.68 -> 4.61, Llama-3.1-8B 4.19 -> 4.06, Qwen3-30B-A3B 2.83-2.84 ->
+// 2.77-2.79; Qwen3-8B batch 8 at 1k 5.40-5.57 -> 5.32.
 //
 // The next kernel may launch right after the wait (its weight loads then overlap this kernel), or,
 // for sequences past early_trigger_keys() at small batches, only at exit (see there).
@@ -71,7 +79,8 @@ namespace {
 using namespace sm80;
 constexpr int kRows = 16;  // query rows per block (the MMA's M): query heads of one KV head
 constexpr int kKeys = 16;  // keys per tile
-constexpr int kWarps = 4, kThreads = kWarps * 32;
+// Warps per block: 4, or 8 at small batches (small_batch_warps()). W stays a template parameter below.
+constexpr int kWarps = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 // Tile buffers per warp. Three stages (two tiles in flight per warp, two blocks per SM instead of
 // three) measured no faster on the H200 at batch 1 with 4k or 32k keys (12.2 / 43.0 us either
@@ -95,24 +104,24 @@ template <int D> constexpr int kLd = D + 8;  // padded smem row: 16-byte aligned
 template <int D> constexpr size_t kTileElems = size_t(kKeys) * kLd<D>;
 // Q, then per warp kStages buffers of (K tile, V tile). After the loop the whole region is reused:
 // the warps' final outputs (f32), then the split merge's weights and partial outputs.
-template <int D>
-constexpr size_t kSmemBytes = (size_t(kRows) * kLd<D> + size_t(kWarps) * kStages * 2 * kTileElems<D>) * 2;
+template <int D, int W = kWarps>
+constexpr size_t kSmemBytes = (size_t(kRows) * kLd<D> + size_t(W) * kStages * 2 * kTileElems<D>) * 2;
 
 // The merging block's share of the work: out = sum_s w_s o_s / sum_s w_s l_s with
 // w_s = 2^(m_s - M), over every split s in split order (deterministic whichever block arrives
 // last). Partial outputs are staged in shared memory with cp.async (L2 only: other blocks wrote
 // them, and L1 is not coherent), as many splits at a time as fit, so all of a chunk's loads are in
 // flight together; the weights are computed while they land.
-template <class T, int D>
+template <class T, int D, int W>
 __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char* smem_raw, float* s_L, int b, int qrow,
                                              int h0, int ng, int ns) {
-  constexpr int V4 = D / 4;  // float4 per output row
+  constexpr int V4 = D / 4, kThreads = W * 32;  // float4 per output row; threads per block
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int64_t row0 = (int64_t(b) * p.Hq + h0) * p.splits;  // partial row of (head h0, split 0)
   float* sw = reinterpret_cast<float*>(smem_raw);      // [ng][ns] weights
   const int wfloats = (ng * ns + 3) & ~3;
   float* so = sw + wfloats;  // [ng][chunk][D] partial outputs
-  const int cap = (int(kSmemBytes<D> / 4) - wfloats) / (ng * D);
+  const int cap = (int(kSmemBytes<D, W> / 4) - wfloats) / (ng * D);
 
   auto stage = [&](int s0, int n) {
     for (int g = 0; g < ng; ++g) {
@@ -124,7 +133,7 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char*
   };
   stage(0, min(cap, ns));
 
-  for (int g = warp; g < ng; g += kWarps) {
+  for (int g = warp; g < ng; g += W) {
     const float2* ml = reinterpret_cast<const float2*>(p.part_ml) + row0 + int64_t(g) * p.splits;
     float2 v[kMaxSplits / 32];
     float mx = -INFINITY;
@@ -194,14 +203,14 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char*
 // memory (s_part [kRows][D] unnormalized outputs, s_bm / s_bl each row's max and sum); block r
 // merges outputs [r * per, (r + 1) * per) of the ng x D, reading every block's values through
 // distributed shared memory, in split order (deterministic).
-template <class T, int D>
+template <class T, int D, int W>
 __device__ __forceinline__ void cluster_merge(const AttnParams& p, const float* s_part, const float* s_bm,
                                               const float* s_bl, int qrow, int h0, int ng) {
   using namespace sm90;
   cluster_sync();  // every block's partial is in its shared memory
   const int C = p.splits, rank = int(cluster_rank());
   const int total = ng * D, per = (total + C - 1) / C, end = min(total, (rank + 1) * per);
-  for (int idx = rank * per + int(threadIdx.x); idx < end; idx += kThreads) {
+  for (int idx = rank * per + int(threadIdx.x); idx < end; idx += W * 32) {
     const int g = idx / D, d = idx % D;
     float m[kMaxCluster], l[kMaxCluster], o[kMaxCluster];
 #pragma unroll
@@ -232,12 +241,13 @@ __device__ __forceinline__ void cluster_merge(const AttnParams& p, const float* 
 // kCluster: the splits of a (sequence, KV head, row tile) are one thread-block cluster (grid.z =
 // p.splits = the cluster size) and merge through distributed shared memory (cluster_merge) instead
 // of global partials, a fence, a counter and a last block's reads.
-template <class T, int D, bool kCluster>
-__global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p) {
+template <class T, int D, bool kCluster, int W>
+__global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row
-  static_assert(size_t(kWarps) * kRows * D * 4 <= kSmemBytes<D>, "warp outputs fit the shared memory");
-  static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kSmemBytes<D>,
+  constexpr int kThreads = W * 32;
+  static_assert(size_t(W) * kRows * D * 4 <= kSmemBytes<D, W>, "warp outputs fit the shared memory");
+  static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kSmemBytes<D, W>,
                 "the split merge fits at least one split at a time");
   static_assert(kKeys * VPR % 32 == 0, "a tile is a whole number of 16-byte copies per lane");
   const int row_tiles = (p.group + kRows - 1) / kRows;
@@ -261,13 +271,13 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   const int chunk = (per_split + kKeys - 1) / kKeys * kKeys;
   const int start = min(ctx, split * chunk), end = min(ctx, start + chunk);
   const int n_tiles = (end - start + kKeys - 1) / kKeys;
-  // This warp's tiles are warp + kWarps * j, j = 0 .. my_tiles - 1.
-  const int my_tiles = n_tiles > warp ? (n_tiles - warp + kWarps - 1) / kWarps : 0;
+  // This warp's tiles are warp + W * j, j = 0 .. my_tiles - 1.
+  const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sKV = sQ + kRows * LD;
-  __shared__ float s_m[kWarps][kRows], s_l[kWarps][kRows], s_L[kRows];
+  __shared__ float s_m[W][kRows], s_l[W][kRows], s_L[kRows];
   __shared__ float s_bm[kRows], s_bl[kRows];  // kCluster: this block's (max, sum) per row
   __shared__ unsigned s_last;
   const T* q = static_cast<const T*>(p.q);
@@ -279,7 +289,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   const bool one_page = p.page % kKeys == 0;
   auto bt_entry = [&](int j) {
     if (!one_page || j >= my_tiles) return 0;  // no read past the sequence's table entries
-    return p.block_tables[int64_t(b) * p.bt_s0 + (start + (warp + j * kWarps) * kKeys) / p.page];
+    return p.block_tables[int64_t(b) * p.bt_s0 + (start + (warp + j * W) * kKeys) / p.page];
   };
   int bt_batch = 0, bt_cur = bt_entry(lane), bt_next = bt_entry(32 + lane);
 
@@ -288,7 +298,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   auto issue = [&](int j, int buf) {
     T* sK = sKV + size_t(warp * kStages + buf) * 2 * kTileElems<D>;
     T* sV = sK + kTileElems<D>;
-    const int kt = start + (warp + j * kWarps) * kKeys;
+    const int kt = start + (warp + j * W) * kKeys;
     int64_t kbase = 0, vbase = 0;
     if (one_page) {
       if ((j >> 5) != bt_batch) {  // warp-uniform
@@ -359,7 +369,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
     __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
     const T* sK = sKV + size_t(warp * kStages + buf) * 2 * kTileElems<D>;
     const T* sV = sK + kTileElems<D>;
-    const int kt = start + (warp + j * kWarps) * kKeys;
+    const int kt = start + (warp + j * W) * kKeys;
 
     float s[2][4];
 #pragma unroll
@@ -431,7 +441,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   // padding and skipped.
   cp_async_wait<0>();
   __syncthreads();
-  float* s_o = reinterpret_cast<float*>(smem_raw);  // [kWarps][kRows][D]
+  float* s_o = reinterpret_cast<float*>(smem_raw);  // [W][kRows][D]
   const int r0 = lane / 4;
   if (lane % 4 == 0) {
     s_m[warp][r0] = m0;
@@ -458,11 +468,11 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
     const int g = idx / D, d = idx % D, h = h0 + g;
     float M = -INFINITY;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w)
+    for (int w = 0; w < W; ++w)
       if (s_l[w][g] > 0.f) M = fmaxf(M, s_m[w][g]);
     float L = 0.f, acc = 0.f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w)
+    for (int w = 0; w < W; ++w)
       if (s_l[w][g] > 0.f) {
         const float e = exp2f(s_m[w][g] - M);
         L += s_l[w][g] * e;
@@ -487,7 +497,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
     }
   }
   if constexpr (kCluster) {
-    cluster_merge<T, D>(p, s_o, s_bm, s_bl, qrow, h0, ng);
+    cluster_merge<T, D, W>(p, s_o, s_bm, s_bl, qrow, h0, ng);
     return;
   }
   if (ns == 1 || !p.merge_in_kernel) return;
@@ -504,7 +514,7 @@ __global__ void __launch_bounds__(kThreads) attn_decode_mma_kernel(AttnParams p)
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  merge_splits<T, D>(p, smem_raw, s_L, b, qrow, h0, ng, ns);
+  merge_splits<T, D, W>(p, smem_raw, s_L, b, qrow, h0, ng, ns);
 #endif
 }
 
@@ -549,11 +559,21 @@ dim3 grid_of(const AttnParams& p, int B) {
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
 }
 
-template <class T, int D>
+template <class T, int D, int W>
 void launch(const AttnParams& p, int B, Stream& s) {
-  (void)gpuFuncSetAttribute(attn_decode_mma_kernel<T, D, false>, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                            int(kSmemBytes<D>));
-  launch_programmatic(s, attn_decode_mma_kernel<T, D, false>, grid_of(p, B), dim3(kThreads), kSmemBytes<D>, p);
+  (void)gpuFuncSetAttribute(attn_decode_mma_kernel<T, D, false, W>, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                            int(kSmemBytes<D, W>));
+  launch_programmatic(s, attn_decode_mma_kernel<T, D, false, W>, grid_of(p, B), dim3(W * 32), kSmemBytes<D, W>, p);
+}
+
+// Warps per block at small batches (fewer blocks than compute units): 8, so that a 256-key split's
+// 16 tiles are all in flight at once (2 buffers per warp) and a short context is one round trip
+// of cache reads; 4 warps take the 16 tiles in two rounds. The block then needs 140 KB of shared
+// memory at D = 128 (one block per compute unit), so head dims of 256 keep 4 warps.
+// PORTLLM_ATTN_WARPS=4 keeps 4 warps at every batch (read once), for measuring.
+int small_batch_warps() {
+  static const int v = env_switch("PORTLLM_ATTN_WARPS", {"4", "8"}, 1) == 0 ? 4 : 8;
+  return v;
 }
 
 // The cluster form with p.splits blocks per cluster, if the device fits clusters of that size of
@@ -561,15 +581,15 @@ void launch(const AttnParams& p, int B, Stream& s) {
 template <class T, int D>
 bool launch_cluster(const AttnParams& p, int B, Stream& s) {
   static std::atomic<int> fits[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
-  auto* kernel = attn_decode_mma_kernel<T, D, true>;
+  auto* kernel = attn_decode_mma_kernel<T, D, true, kWarps>;
   constexpr size_t smem = kSmemBytes<D>;
   const int C = p.splits;
   if (fits[C].load() == 0) {
     (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-    fits[C] = gpuMaxActiveClusters(kernel, grid_of(p, B), dim3(kThreads), smem, unsigned(C)) > 0 ? 1 : 2;
+    fits[C] = gpuMaxActiveClusters(kernel, grid_of(p, B), dim3(kWarps * 32), smem, unsigned(C)) > 0 ? 1 : 2;
   }
   if (fits[C].load() != 1) return false;
-  (void)gpuLaunchClustered(kernel, grid_of(p, B), dim3(kThreads), smem, native_stream(s), unsigned(C),
+  (void)gpuLaunchClustered(kernel, grid_of(p, B), dim3(kWarps * 32), smem, native_stream(s), unsigned(C),
                            caps_of(s).programmatic_launch, p);  // an error surfaces in check_launch
   return true;
 }
@@ -595,25 +615,36 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   // 16-byte copies of q and cache rows: fall back if a view breaks that.
   const bool ok = attention_views_vec16(p);
   if (!ok) return attn_decode_portable(a, s);
-  // At least 128 keys per split (two tiles per warp: one in flight while the other is computed).
-  // Small batches get about two blocks per compute unit (three fit): one wave, and fewer
-  // partials to merge; large ones four (several waves, so the last one's tail matters less).
+  // At least two tiles per warp and split (one in flight while the other is computed).
+  // With 4 warps, small batches get about two blocks per compute unit (three fit): one wave, and
+  // fewer partials to merge; large ones four (several waves, so the last one's tail matters less).
   // Measured at batch 1 with Qwen3-8B heads on the H200 (two per compute unit: 12.2 us at 4k
   // keys, 43.0 at 32k): three per compute unit is 50 splits, 400 blocks for 396 slots, and the
   // second wave's 4 blocks made it 14.4 / 57.9 us; one per compute unit (17 splits) 13.0 / 53.3.
   const int blocks = B * p.Hkv * ((p.group + kRows - 1) / kRows);
   const DeviceCaps& caps = caps_of(s);
-  p.splits = decode_splits(a, blocks, 2 * kWarps * kKeys, caps, blocks < caps.num_compute_units ? 2 : 4);
+  const bool small_batch = blocks < caps.num_compute_units;
+  // 8-warp blocks (small_batch_warps) fit once per compute unit, so they are taken where at least
+  // two of them per (sequence, KV head) fit in one wave (a block then holds a 256-key split's tiles
+  // in flight at once), and no more of them than compute units: a 17th split of Qwen3-8B's 8 KV
+  // heads (136 blocks for 132) put 4 blocks in a second wave, 63.4 against 43.8 us at 32k keys
+  // (H200, `ops perf --cold`). With 8 KV heads that is batches up to 8; at 16 a sequence would
+  // get one 8-warp split against three 4-warp ones.
+  const size_t smem_cap = std::max(caps.shared_mem_per_block_optin, caps.shared_mem_per_block);
+  const int W = 2 * blocks <= caps.num_compute_units && p.Dk <= 128 && kSmemBytes<128, 8> <= smem_cap
+                    ? small_batch_warps()
+                    : kWarps;
+  p.splits = W == 8 ? std::min(decode_splits(a, blocks, 2 * W * kKeys, caps, 1), caps.num_compute_units / blocks)
+                    : decode_splits(a, blocks, 2 * W * kKeys, caps, small_batch ? 2 : 4);
   // Early tiles at small batches (fewer (sequence, KV head) blocks than compute units, the same
   // test as the splits' above): there the first tile's latency is on the step's critical path
   // (Qwen3-8B at 4k 4.80 -> 4.76 ms). With them at every batch the throughput workload measured
   // 9255 against 9288 out tok/s, so large batches copy after the wait.
-  const bool small_batch = blocks < caps.num_compute_units;
   p.early_tiles = early_tiles() && small_batch;
   // The successor's launch at exit at small batches only: the throughput workload (Qwen3-8B, up
   // to 256 sequences of 100-2048 keys) measured 9390 out tok/s with it against 9452 without.
   p.early_trigger_keys = small_batch ? early_trigger_keys() : std::numeric_limits<int>::max();
-  if (const int c = cluster_size(a, blocks, p.splits, caps)) {
+  if (const int c = W == kWarps ? cluster_size(a, blocks, p.splits, caps) : 0) {
     AttnParams pc = p;
     pc.splits = c;
     pc.merge_in_kernel = false;
@@ -634,9 +665,9 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   auto go = [&](auto tag) {
     using T = typename decltype(tag)::type;
     switch (p.Dk) {
-      case 64: launch<T, 64>(p, B, s); break;
-      case 128: launch<T, 128>(p, B, s); break;
-      default: launch<T, 256>(p, B, s); break;
+      case 64: return W == 8 ? launch<T, 64, 8>(p, B, s) : launch<T, 64, kWarps>(p, B, s);
+      case 128: return W == 8 ? launch<T, 128, 8>(p, B, s) : launch<T, 128, kWarps>(p, B, s);
+      default: return launch<T, 256, kWarps>(p, B, s);
     }
   };
   if (a.q.dtype == DType::BF16) go(Tag<gpu_bf16>{});
