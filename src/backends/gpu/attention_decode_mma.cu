@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     cp_async_commit();
   }
   cp_async_wait<kStages>();  // this thread's Q copies and early tiles (not the first-round ones)
-  __syncthreads();               // everyone's Q copies
+  __syncthreads();           // everyone's Q copies
 
   // The trip count depends on the warp only: every lane runs every iteration (the softmax
   // reductions are full-warp shuffles).
@@ -576,7 +576,7 @@ void launch(const AttnParams& p, int B, Stream& s) {
   launch_programmatic(s, attn_decode_mma_kernel<T, D, false, W>, grid_of(p, B), dim3(W * 32), kSmemBytes<D, W>, p);
 }
 
-// Warps per block at small batches (fewer blocks than compute units): 8, so that a 256-key split's
+// Warps per block at small batches (see attn_decode_mma for which): 8, so that a 256-key split's
 // 16 tiles are all in flight at once (2 buffers per warp) and a short context is one round trip
 // of cache reads; 4 warps take the 16 tiles in two rounds. The block then needs 140 KB of shared
 // memory at D = 128 (one block per compute unit), so head dims of 256 keep 4 warps.
