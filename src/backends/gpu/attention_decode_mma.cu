@@ -60,7 +60,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <string_view>
 
 #include "backends/gpu/attention_common.cuh"
 #include "backends/gpu/env_switch.h"
@@ -529,21 +528,19 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
 }
 
 // Least keys per split at the actual context (AttnParams::split_keys): a split of fewer keys than
-// this is not worth its partial, fence, counter and merge. PORTLLM_ATTN_SPLIT_KEYS overrides it
-// (read once), for measuring.
+// this is not worth its partial, fence, counter and merge. 256 keys are 16 tiles: one round of
+// copies for 8 warps with 2 buffers, two for 4. PORTLLM_ATTN_SPLIT_KEYS overrides it (read once),
+// for measuring.
 int split_keys() {
   static const int v = [] {
     const char* e = std::getenv("PORTLLM_ATTN_SPLIT_KEYS");
-    return e && std::atoi(e) > 0 ? std::atoi(e) : 4 * kWarps * kKeys;
+    return e && std::atoi(e) > 0 ? std::atoi(e) : 256;
   }();
   return v;
 }
 
 bool early_tiles() {
-  static const bool v = [] {
-    const char* e = std::getenv("PORTLLM_ATTN_EARLY");
-    return !(e && std::string_view(e) == "0");
-  }();
+  static const bool v = env_switch("PORTLLM_ATTN_EARLY", {"0", "1"}, 1) == 1;
   return v;
 }
 
