@@ -4,11 +4,13 @@
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe`, `gemm_probe` and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe gemm ops perf logits engine graphs bench throughput moe serve v2profile profile timeline trace musa
+# STAGEs: smi probe gemm ops perf logits engine graphs async bench throughput moe serve v2profile profile timeline trace musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
 # narrows it the same way). `gemm` searches the vendor BLAS' configurations for decode-size GEMMs
-# (scripts/gemm_probe.cu). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
+# (scripts/gemm_probe.cu). `async`: --async-scheduling against the synchronous loop, outputs (40
+# requests per model, graphs and eager) and decode time (ASYNC_SPECS="Model:batch:input_len ...",
+# plus the throughput workload on ASYNC_TPUT models). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
 # DeepSeek-V2-Lite, bf16 and block-FP8, driven by `portllm bench serve`). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `timeline` the kernels of one decode step with their
 # times (ncu; TL_SPECS="Model:input_len ..."); `trace` what each kernel adds to a decode step inside
@@ -197,6 +199,65 @@ if has graphs; then
       same=$(paste -d'|' <(ids "$G/$m-mixed-cuda.jsonl") <(ids "$G/$m-mixed-cpu.jsonl") | awk -F'|' '$1 == $2' | wc -l)
       row "GPU vs CPU, $m (40 requests, 8 at a time, f32)" "$same of 40 identical"
     fi
+  done
+fi
+
+if has async; then
+  # Async scheduling (the GPU default) must not change results: the graphs stage's 40 requests per
+  # model, --async-scheduling against --no-async-scheduling (graphs on; stories260K also eager,
+  # the path of steps past the captured sizes).
+  A="$OUT/async"; mkdir -p "$A"
+  for i in $(seq 1 40); do
+    if [ $((i % 2)) -eq 0 ]; then echo "{\"prompt\": \"Once upon a time $i\", \"max_tokens\": $((8 + i * 3))}"
+    else echo "{\"prompt\": \"The little dog $i\", \"max_tokens\": $((10 + i * 2)), \"temperature\": 0.8, \"seed\": $i}"; fi
+  done >"$A/prompts-stories260K.jsonl"
+  for i in $(seq 1 40); do
+    echo "{\"prompt_ids\": [$((i + 1)), $((i * 7 % 90 + 3)), $((i * 13 % 97 + 2))], \"max_tokens\": $((6 + i))}"
+  done >"$A/prompts-fixture.jsonl"
+  for run in stories260K stories260K:eager qwen3moe-tiny deepseekv2-tiny qwen35text-tiny; do
+    m=${run%%:*}; margs=(); prompts="$A/prompts-fixture.jsonl"
+    if [ $m = stories260K ]; then prompts="$A/prompts-stories260K.jsonl"
+    else margs=(--model tests/data/models/$m --dtype f32); fi
+    [ "$run" != "$m" ] && margs+=(--disable-cuda-graph)
+    for mode in sync async; do
+      flag=(--no-async-scheduling); [ $mode = async ] && flag=(--async-scheduling)
+      timeout 120 "$PL" generate --device cuda "${margs[@]}" --input "$prompts" --output "$A/$run-$mode.jsonl" \
+        "${flag[@]}" >"$A/$run-$mode.log" 2>&1
+      echo "rc=$?" >>"$A/$run-$mode.log"
+    done
+    if cmp -s "$A/$run-sync.jsonl" "$A/$run-async.jsonl" && [ -s "$A/$run-sync.jsonl" ]; then
+      row "async vs sync, $run (40 requests)" "identical"
+    else
+      row "async vs sync, $run (40 requests)" "DIFFERENT: $(tail -2 "$A/$run-async.log" | tr '\n' ' ')"
+    fi
+  done
+  if cmp -s "$A/stories260K-sync.jsonl" "$A/stories260K:eager-sync.jsonl"; then
+    row "graphs vs eager, stories260K (40 requests)" "identical"
+  else
+    row "graphs vs eager, stories260K (40 requests)" "DIFFERENT"
+  fi
+  # Decode time, the two loops back to back on one machine (bench latency, dummy weights).
+  for spec in ${ASYNC_SPECS:-Qwen3-8B:1:128 Qwen3-30B-A3B:1:128 Qwen3-0.6B:1:128 Meta-Llama-3.1-8B_base:1:32}; do
+    IFS=: read -r m bs in <<<"$spec"
+    for mode in sync async; do
+      flag=(--no-async-scheduling); [ $mode = async ] && flag=(--async-scheduling)
+      log="$A/latency-$m-bs$bs-$mode.log"
+      timeout 200 "$PL" bench latency --device cuda --load-format dummy --model tests/data/configs/$m --batch-size $bs \
+        --input-len $in --output-len 128 --num-iters 2 --num-iters-warmup 1 --max-model-len 8192 --kv-dtype bf16 \
+        "${flag[@]}" >"$log" 2>&1
+      rc=$?
+      row "$m bs=$bs in=$in $mode" "$(awk '/^TPOT/{print "TPOT="$3"ms"}' "$log" | tr '\n' ' ')rc=$rc $(grep -ho '([0-9]* scheduled ahead)' "$log")"
+    done
+  done
+  for m in ${ASYNC_TPUT-Qwen3-8B}; do
+    for mode in sync async; do
+      flag=(--no-async-scheduling); [ $mode = async ] && flag=(--async-scheduling)
+      log="$A/throughput-$m-$mode.log"
+      timeout 300 "$PL" bench throughput --device cuda --load-format dummy --model tests/data/configs/$m \
+        --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 --kv-dtype bf16 "${flag[@]}" >"$log" 2>&1
+      rc=$?
+      row "$m throughput $mode" "$(awk '/output tok\/s/{print "out tok/s="$3}' "$log" | tr '\n' ' ')rc=$rc $(grep -ho '([0-9]* scheduled ahead)' "$log")"
+    done
   done
 fi
 

@@ -1,10 +1,18 @@
 #include "backend/device.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
 
 namespace portllm {
+
+std::shared_ptr<void> Device::allocate_host(size_t bytes) {
+  const size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) PL_THROW("{}: out of host memory allocating {} bytes", name(), bytes);
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
 
 std::string Device::name() const {
   if (kind() == DeviceKind::CPU) return "cpu";

@@ -49,6 +49,13 @@ class Device {
   Tensor empty(DType dtype, std::vector<int64_t> shape);
   Tensor zeros(DType dtype, std::vector<int64_t> shape);
 
+  // Host memory this device copies to and from without blocking the host (page-locked on GPUs;
+  // plain memory here). A copy into or out of it may return before it runs: read what
+  // copy_to_host wrote only after the stream or an event is synchronized, and rewrite what
+  // copy_to_device reads only once that copy has run. (A download into pageable memory blocks
+  // the host until the stream reaches it; that is what the engine's step pipeline avoids.)
+  virtual std::shared_ptr<void> allocate_host(size_t bytes);
+
   // Copies between host memory and this device, ordered on `stream` (default stream if null).
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes, Stream* s = nullptr) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes, Stream* s = nullptr) = 0;

@@ -105,12 +105,14 @@ double percentile(std::vector<double> v, double q) {
 }
 
 // The engine loop's time per step: on a GPU, schedule + outputs is host time between steps with
-// the device idle, and sample includes waiting for the forward pass.
+// the device idle, and sample includes waiting for the forward pass, unless the step was
+// scheduled ahead (async scheduling), whose host work overlaps the step before.
 void print_step_times(const EngineStats& st) {
   if (st.steps == 0) return;
   const double k = 1e3 / double(st.steps);
-  std::printf("engine steps   %lld: schedule %.3f, forward %.3f, sample %.3f, outputs %.3f ms/step\n",
-              static_cast<long long>(st.steps), st.schedule_s * k, st.forward_s * k, st.sample_s * k, st.outputs_s * k);
+  std::printf("engine steps   %lld (%lld scheduled ahead): schedule %.3f, forward %.3f, sample %.3f, outputs %.3f ms/step\n",
+              static_cast<long long>(st.steps), static_cast<long long>(st.steps_ahead), st.schedule_s * k,
+              st.forward_s * k, st.sample_s * k, st.outputs_s * k);
 }
 
 struct LatencyOptions {

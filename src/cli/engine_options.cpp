@@ -28,6 +28,10 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
                   "decode batch sizes captured as CUDA/MUSA graphs (default 1,2,4,8,16,24,...,256 up to --max-num-seqs)")
       ->delimiter(',');
   cmd->add_flag("--disable-cuda-graph", c.disable_cuda_graph, "never replay decode steps from graphs");
+  cmd->add_flag("--async-scheduling", o.async_scheduling,
+                "schedule and launch decode step n+1 before step n's tokens are read back, overlapping the host's "
+                "work with the device's (default on GPUs; on the CPU nothing overlaps)");
+  cmd->add_flag("--no-async-scheduling", o.no_async_scheduling, "read every step back before scheduling the next");
   cmd->add_flag("--enable-prefix-caching", o.enable_prefix_caching, "reuse the KV cache of shared prompt prefixes (default on)");
   cmd->add_flag("--disable-prefix-caching,--no-enable-prefix-caching", o.disable_prefix_caching, "turn prefix caching off");
 }
@@ -39,6 +43,10 @@ EngineConfig engine_config(const EngineOptions& o) {
   if (c.model_path.empty()) c.model_path = default_model_dir();
   if (o.disable_prefix_caching) c.enable_prefix_caching = false;
   if (o.enable_prefix_caching) c.enable_prefix_caching = true;
+  if (o.async_scheduling && o.no_async_scheduling)
+    PL_THROW("--async-scheduling and --no-async-scheduling contradict each other");
+  // CPU ops run when launched, so a step scheduled ahead gains nothing there.
+  c.async_scheduling = o.async_scheduling || (!o.no_async_scheduling && c.device.rfind("cpu", 0) != 0);
   return c;
 }
 

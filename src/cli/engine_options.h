@@ -1,7 +1,7 @@
 // Engine flags shared by every command that runs the engine (generate, bench, serve), named as
 // in vLLM / SGLang: --max-num-seqs, --max-num-batched-tokens, --chunked-prefill-size,
 // --num-kv-blocks, --mem-fraction-static, --max-model-len, --kv-dtype, --page-size,
-// --enable-prefix-caching / --disable-prefix-caching, plus the model flags (--model, --device,
+// --enable-prefix-caching / --disable-prefix-caching, --async-scheduling / --no-async-scheduling, plus the model flags (--model, --device,
 // --load-format, --threads, --num-layers). --seed is left to the command (sampling seed for
 // generate, workload seed for bench); pass it into EngineConfig::seed yourself if wanted.
 #pragma once
@@ -17,6 +17,7 @@ struct EngineOptions {
   EngineConfig cfg;
   bool enable_prefix_caching = false;
   bool disable_prefix_caching = false;
+  bool async_scheduling = false, no_async_scheduling = false;  // neither: on for GPUs, off on the CPU
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& o);

@@ -1,5 +1,6 @@
 #include "engine/batch_sampler.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -37,95 +38,119 @@ void append_sample_adjustments(const SampleRow& row, std::vector<int32_t>& e) {
     for (const auto& [id, c] : st.penalties.output_counts) e.insert(e.end(), {id, kAdjCount, c});
 }
 
-std::vector<SampleResult> sample_rows(OpContext& ctx, const Tensor& logits, std::span<const SampleRow> rows) {
-  const int64_t B = int64_t(rows.size());
-  std::vector<SampleResult> res(rows.size());
-  if (B == 0) return res;
-  PL_CHECK(logits.defined() && logits.ndim == 2 && logits.size(0) == B && logits.dtype == DType::F32,
-           "sample_rows: expected f32 logits [{}, V], got {}", B, logits.shape_str());
-  const int64_t V = logits.size(1);
-  Device& dev = *ctx.device;
-  const bool host = logits.on_host();
-  std::vector<int64_t> op_rows, host_rows;
-  for (int64_t i = 0; i < B; ++i) (rows[size_t(i)].params->logprobs >= 0 ? host_rows : op_rows).push_back(i);
+BatchSampler::BatchSampler(OpContext& ctx) : ctx_(ctx), params_(*ctx.device, 2), ids_(*ctx.device, 3) {}
 
-  // Host rows: their logits, downloaded row by row on a GPU (the op leaves them untouched).
-  std::vector<float> host_copy;
-  std::vector<float*> host_ptr(rows.size(), nullptr);
-  if (!host_rows.empty()) {
-    if (!host) host_copy.resize(host_rows.size() * size_t(V));
-    for (size_t k = 0; k < host_rows.size(); ++k) {
-      float* src = logits.ptr<float>() + host_rows[k] * logits.strides[0];
+PendingSample BatchSampler::launch(const Tensor& logits, std::span<const SampleRow> rows) {
+  PendingSample p;
+  const int64_t B = int64_t(rows.size());
+  p.rows.assign(rows.begin(), rows.end());
+  if (B == 0) return p;
+  PL_CHECK(logits.defined() && logits.ndim == 2 && logits.size(0) == B && logits.dtype == DType::F32,
+           "sampling: expected f32 logits [{}, V], got {}", B, logits.shape_str());
+  p.logits = logits;
+  const int64_t V = logits.size(1);
+  Device& dev = *ctx_.device;
+  const bool host = logits.on_host();
+  for (int64_t i = 0; i < B; ++i) (rows[size_t(i)].params->logprobs >= 0 ? p.host_rows : p.op_rows).push_back(i);
+
+  // Host rows: their logits, downloaded row by row on a GPU (the op leaves them untouched). This
+  // waits for the device: a step with such rows is never followed by a launch before its finish.
+  p.host_ptr.assign(rows.size(), nullptr);
+  if (!p.host_rows.empty()) {
+    if (!host) p.host_copy.resize(p.host_rows.size() * size_t(V));
+    for (size_t k = 0; k < p.host_rows.size(); ++k) {
+      float* src = logits.ptr<float>() + p.host_rows[k] * logits.strides[0];
+      float*& dst = p.host_ptr[size_t(p.host_rows[k])];
       if (host) {
-        host_ptr[size_t(host_rows[k])] = src;
+        dst = src;
       } else {
-        host_ptr[size_t(host_rows[k])] = host_copy.data() + k * size_t(V);
-        dev.copy_to_host(host_ptr[size_t(host_rows[k])], src, size_t(V) * sizeof(float), ctx.stream);
+        dst = p.host_copy.data() + k * size_t(V);
+        dev.copy_to_host(dst, src, size_t(V) * sizeof(float), ctx_.stream);
       }
     }
   }
+  if (p.op_rows.empty()) return p;
 
   // Op rows: one upload of [params B x 12 | offsets B + 1 | entries N x 3], one op, B ids back.
-  std::vector<int32_t> ids(rows.size(), -1);
-  std::vector<int32_t> words;  // kept alive until the op has run (the CPU reads it in place)
-  Tensor out;
-  if (!op_rows.empty()) {
-    std::vector<int32_t> entries;
-    words.resize(size_t(B) * (kSampleParamWords + 1) + 1);
-    int32_t* offsets = words.data() + B * kSampleParamWords;
-    for (int64_t i = 0; i < B; ++i) {
-      const SampleRow& row = rows[size_t(i)];
-      SampleRowParams p;
-      offsets[i] = int32_t(entries.size() / kSampleAdjWords);
-      if (row.params->logprobs >= 0) {
-        p.flags = kSampleSkipRow;
-      } else {
-        p = sample_row_params(row);
-        append_sample_adjustments(row, entries);
-      }
-      std::memcpy(words.data() + i * kSampleParamWords, &p, sizeof p);
-    }
-    const int64_t n_adj = int64_t(entries.size()) / kSampleAdjWords;
-    offsets[B] = int32_t(n_adj);
-    words.insert(words.end(), entries.begin(), entries.end());
-    Tensor all;
-    if (host) {
-      all = Tensor::view_of(words.data(), DType::I32, {int64_t(words.size())});
-    } else {
-      all = dev.empty(DType::I32, {int64_t(words.size())});
-      dev.copy_to_device(all.data, words.data(), words.size() * sizeof(int32_t), ctx.stream);
-    }
-    SampleArgs a;
-    a.out = ctx.empty(DType::I32, {B});
-    a.logits = logits;
-    a.params = all.slice(0, 0, B * kSampleParamWords).reshape({B, kSampleParamWords});
-    if (n_adj > 0) {
-      a.adj_offsets = all.slice(0, B * kSampleParamWords, B + 1);
-      a.adj = all.slice(0, B * (kSampleParamWords + 1) + 1, n_adj * kSampleAdjWords).reshape({n_adj, kSampleAdjWords});
-    }
-    ops::sample(ctx, a);
-    out = a.out;
-    if (host) std::memcpy(ids.data(), out.data, size_t(B) * sizeof(int32_t));
-    else dev.copy_to_host(ids.data(), out.data, size_t(B) * sizeof(int32_t), ctx.stream);
-  }
-  if (!host) ctx.stream->synchronize();
-
-  for (int64_t i : op_rows) {
+  std::vector<int32_t> entries;
+  std::vector<int32_t> head(size_t(B) * (kSampleParamWords + 1) + 1);
+  int32_t* offsets = head.data() + B * kSampleParamWords;
+  for (int64_t i = 0; i < B; ++i) {
     const SampleRow& row = rows[size_t(i)];
+    SampleRowParams rp;
+    offsets[i] = int32_t(entries.size() / kSampleAdjWords);
+    if (row.params->logprobs >= 0) {
+      rp.flags = kSampleSkipRow;
+    } else {
+      rp = sample_row_params(row);
+      append_sample_adjustments(row, entries);
+      // What sample_token does with the state that does not depend on the token drawn.
+      ++row.state->counter;
+      ++row.state->num_output;
+    }
+    std::memcpy(head.data() + i * kSampleParamWords, &rp, sizeof rp);
+  }
+  const int64_t n_adj = int64_t(entries.size()) / kSampleAdjWords;
+  offsets[B] = int32_t(n_adj);
+  const size_t words = head.size() + entries.size();
+  const StagingBuffer up = params_.acquire(words * sizeof(int32_t));
+  int32_t* w = static_cast<int32_t*>(up.data);
+  std::copy(head.begin(), head.end(), w);
+  std::copy(entries.begin(), entries.end(), w + head.size());
+  Tensor all;
+  if (host) {
+    all = Tensor::view_of(w, DType::I32, {int64_t(words)});  // the op reads the staging buffer in place
+  } else {
+    all = dev.empty(DType::I32, {int64_t(words)});
+    dev.copy_to_device(all.data, w, words * sizeof(int32_t), ctx_.stream);
+  }
+  up.done->record(*ctx_.stream);
+  SampleArgs a;
+  a.out = ctx_.empty(DType::I32, {B});
+  a.logits = logits;
+  a.params = all.slice(0, 0, B * kSampleParamWords).reshape({B, kSampleParamWords});
+  if (n_adj > 0) {
+    a.adj_offsets = all.slice(0, B * kSampleParamWords, B + 1);
+    a.adj = all.slice(0, B * (kSampleParamWords + 1) + 1, n_adj * kSampleAdjWords).reshape({n_adj, kSampleAdjWords});
+  }
+  ops::sample(ctx_, a);
+  p.ids = a.out;
+  if (!host) {
+    p.ids_host = ids_.acquire(size_t(B) * sizeof(int32_t));
+    dev.copy_to_host(p.ids_host.data, p.ids.data, size_t(B) * sizeof(int32_t), ctx_.stream);
+    p.ids_host.done->record(*ctx_.stream);
+  }
+  return p;
+}
+
+std::vector<SampleResult> BatchSampler::finish(PendingSample& p) {
+  std::vector<SampleResult> res(p.rows.size());
+  if (p.rows.empty()) return res;
+  const int64_t V = p.logits.size(1);
+  const int32_t* ids = nullptr;
+  if (!p.op_rows.empty()) {
+    if (p.ids_host.data) {
+      p.ids_host.done->synchronize();
+      ids = static_cast<const int32_t*>(p.ids_host.data);
+    } else {
+      ids = p.ids.ptr<int32_t>();  // the CPU op wrote host memory
+    }
+  }
+  for (int64_t i : p.op_rows) {
+    const SampleRow& row = p.rows[size_t(i)];
+    if (!row.state) continue;  // dropped by the caller since launch
     const int32_t t = ids[size_t(i)];
     PL_CHECK(t >= 0 && t < V, "SAMPLE returned token {} for row {} (vocab {})", t, i, V);
     res[size_t(i)].token = t;
-    // What sample_token does after its draw.
-    ++row.state->counter;
-    row.state->penalties.observe(*row.params, t);
-    ++row.state->num_output;
+    row.state->penalties.observe(*row.params, t);  // the rest of sample_token's update was at launch
   }
   // Rows are independent (own RNG and penalty state): sample them in parallel.
-  ThreadPool::global().parallel_for(int64_t(host_rows.size()), [&](int64_t b, int64_t e, int) {
+  ThreadPool::global().parallel_for(int64_t(p.host_rows.size()), [&](int64_t b, int64_t e, int) {
     for (int64_t k = b; k < e; ++k) {
-      const int64_t i = host_rows[size_t(k)];
-      const SampleRow& row = rows[size_t(i)];
-      std::span<float> l(host_ptr[size_t(i)], size_t(V));
+      const int64_t i = p.host_rows[size_t(k)];
+      const SampleRow& row = p.rows[size_t(i)];
+      if (!row.state) continue;
+      std::span<float> l(p.host_ptr[size_t(i)], size_t(V));
       res[size_t(i)] = sample_token(l, *row.params, *row.state, row.stop_ids);
     }
   });

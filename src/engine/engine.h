@@ -92,6 +92,9 @@ struct EngineConfig {
   int page_size = 0;                   // 0: the backend's preference
   std::vector<int> cuda_graph_batch_sizes;
   bool disable_cuda_graph = false;
+  // Schedule and launch decode step n + 1 before step n's tokens are read back, so the host's
+  // work between steps overlaps the device's (engine_loop.cpp says when a step qualifies).
+  bool async_scheduling = false;
   uint64_t seed = 0;
 };
 
@@ -107,6 +110,7 @@ struct EngineStats {
   // is launched asynchronously and `sample` waits for it, so schedule + outputs is host time the
   // device spends idle between steps.
   int64_t steps = 0;
+  int64_t steps_ahead = 0;  // of those, launched before the previous step was read back (async scheduling)
   double schedule_s = 0, forward_s = 0, sample_s = 0, outputs_s = 0;
 };
 

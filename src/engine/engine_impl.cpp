@@ -74,6 +74,7 @@ void EngineImpl::load(const EngineConfig& cfg) {
   kc.dtype = plan.dtype;
   kc.num_state_slots = plan.num_state_slots;
   runner_ = std::make_unique<ModelRunner>(*model_, *ctx_, kc);
+  sampler_ = std::make_unique<BatchSampler>(*ctx_);
   // Per-op profiling times each kernel with events, which a replayed graph would not record.
   if (device_->caps().graphs && !cfg.disable_cuda_graph && DecodeGraphs::supported(spec) && !op_profiling_enabled()) {
     const auto sizes = cfg.cuda_graph_batch_sizes.empty() ? DecodeGraphs::default_sizes(cfg.max_num_seqs)

@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "engine/batch_sampler.h"
 #include "engine/engine.h"
 #include "engine/request_state.h"
 #include "model/model.h"
@@ -44,7 +45,18 @@ class EngineImpl final : public Engine {
   void take_inbox(Outputs& outs);
   void start_request(std::unique_ptr<EngineRequest> r, Outputs& outs);
   void apply_abort(uint64_t id, Outputs& outs);
+  // A launched step: its scheduler output, the requests it samples (in row order) and their
+  // sampling in progress.
+  struct StepInFlight {
+    SchedulerOutput out;
+    std::vector<RequestId> rows;
+    PendingSample sample;
+  };
   void step(Outputs& outs);
+  std::optional<StepInFlight> launch_step(SchedulerOutput out, const DeviceTokenFeed* feed, Outputs& outs);
+  void finish_step(StepInFlight& f, Outputs& outs);
+  bool can_schedule_ahead(const StepInFlight& f) const;
+  std::optional<StepInFlight> schedule_ahead(const StepInFlight& f, Outputs& outs);
   void fail_step(const SchedulerOutput& out, const std::string& what, Outputs& outs);
   void on_token(SeqState& s, const SampleResult& res, std::optional<RequestStatus> sched_finish,
                 Outputs& outs);
@@ -65,6 +77,7 @@ class EngineImpl final : public Engine {
   SchedulerConfig sched_cfg_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<BatchSampler> sampler_;
 
   // Shared with callers.
   mutable std::mutex mu_;
@@ -82,6 +95,7 @@ class EngineImpl final : public Engine {
   std::unordered_map<RequestId, SeqState*> seqs_;
   RequestId next_seq_id_ = 1;
   EngineStats loop_stats_;
+  std::optional<StepInFlight> inflight_;  // async scheduling: a step launched, not yet read back
   std::thread thread_;
 };
 

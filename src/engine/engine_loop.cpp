@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "engine/batch_sampler.h"
 #include "engine/engine_impl.h"
+#include "engine/logits_processor.h"
 
 namespace portllm {
 
@@ -24,15 +25,20 @@ void EngineImpl::loop() {
     {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [&] {
-        return stopping_ || !inbox_.empty() || !abort_inbox_.empty() || scheduler_->has_unfinished_requests();
+        return stopping_ || !inbox_.empty() || !abort_inbox_.empty() || scheduler_->has_unfinished_requests() ||
+               inflight_.has_value();
       });
       if (stopping_) break;
     }
     take_inbox(outs);
-    if (scheduler_->has_unfinished_requests()) step(outs);
+    if (inflight_ || scheduler_->has_unfinished_requests()) step(outs);
     const auto t = Clock::now();
     deliver(outs);
     loop_stats_.outputs_s += seconds_since(t);
+  }
+  if (inflight_) {  // the device may still write the step's tokens: read them back first
+    finish_step(*inflight_, outs);
+    inflight_.reset();
   }
   take_inbox(outs);
   abort_everything(outs);
@@ -153,53 +159,142 @@ void EngineImpl::fail_step(const SchedulerOutput& out, const std::string& what, 
   }
 }
 
+// One turn of the loop. Synchronous: schedule, launch, read back, update. With async scheduling a
+// launched step stays in flight across one turn: the next turn schedules and launches its
+// successor first when it can (schedule_ahead), then reads it back (finish_step), so the host's
+// work for step n + 1 runs while the device computes step n.
 void EngineImpl::step(Outputs& outs) {
-  auto t = Clock::now();
-  auto lap = [&t](double& acc) {
-    const auto now = Clock::now();
-    acc += std::chrono::duration<double>(now - t).count();
-    t = now;
-  };
-  const SchedulerOutput out = scheduler_->schedule();
-  lap(loop_stats_.schedule_s);
+  if (inflight_) {
+    std::optional<StepInFlight> next;
+    if (can_schedule_ahead(*inflight_)) next = schedule_ahead(*inflight_, outs);
+    finish_step(*inflight_, outs);
+    inflight_ = std::move(next);
+    return;
+  }
+  const auto t = Clock::now();
+  SchedulerOutput out = scheduler_->schedule();
+  loop_stats_.schedule_s += seconds_since(t);
   loop_stats_.num_preemptions += int64_t(out.preempted_ids.size());
   if (out.empty()) {  // nothing can run right now; should not happen, but never spin
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return;
   }
+  std::optional<StepInFlight> f = launch_step(std::move(out), nullptr, outs);
+  if (!f) return;
+  if (cfg_.async_scheduling) inflight_ = std::move(f);
+  else finish_step(*f, outs);
+}
+
+// Step n + 1 can be scheduled before step n's tokens are known when it is exactly one more token
+// for every request step n samples: nothing else runs or waits to be admitted, no request will be
+// preempted for blocks, and no request's next draw depends on step n's token on the host
+// (penalties, logprobs) or waits for it to start its n > 1 siblings.
+bool EngineImpl::can_schedule_ahead(const StepInFlight& f) const {
+  if (!cfg_.async_scheduling) return false;
+  const Scheduler& sc = *scheduler_;
+  const size_t n = f.rows.size();
+  if (sc.steps_in_flight() != 1 || n == 0 || n != f.out.scheduled.size() || n != sc.running().size()) return false;
+  if (!sc.waiting().empty() && sc.num_running() < sched_cfg_.max_num_seqs) return false;
+  if (size_t(sc.kv().num_free_blocks()) < n || int(n) > sched_cfg_.max_num_batched_tokens) return false;
+  for (RequestId id : f.rows) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || it->second->finished) return false;
+    const SeqState& s = *it->second;
+    const SamplingParams& p = s.owner->params;
+    if (p.logprobs >= 0 || uses_penalties(p)) return false;
+    if (s.index == 0 && p.n > 1 && !s.owner->children_started) return false;
+  }
+  return true;
+}
+
+std::optional<EngineImpl::StepInFlight> EngineImpl::schedule_ahead(const StepInFlight& f, Outputs& outs) {
+  const auto t = Clock::now();
+  scheduler_->add_output_placeholders(f.out);
+  SchedulerOutput out = scheduler_->schedule();
+  loop_stats_.schedule_s += seconds_since(t);
+  if (out.empty()) return std::nullopt;  // every request ends with step n (max_tokens)
+  // Row i of step n + 1 feeds the token row src[i] of step n samples.
+  std::unordered_map<RequestId, int> row_of;
+  for (size_t i = 0; i < f.rows.size(); ++i) row_of.emplace(f.rows[i], int(i));
+  DeviceTokenFeed feed;
+  feed.ids = f.sample.ids;
+  for (const ScheduledRequest& sr : out.scheduled) {
+    auto it = row_of.find(sr.id);
+    if (sr.num_scheduled_tokens != 1 || !sr.sample || it == row_of.end() || !out.preempted_ids.empty()) {
+      // can_schedule_ahead rules this out; were it wrong, the step would feed placeholder ids.
+      fail_step(out, "async scheduling: the step scheduled ahead is not one token per request of the step before", outs);
+      return std::nullopt;
+    }
+    feed.src_rows.push_back(it->second);
+  }
+  ++loop_stats_.steps_ahead;
+  return launch_step(std::move(out), &feed, outs);
+}
+
+std::optional<EngineImpl::StepInFlight> EngineImpl::launch_step(SchedulerOutput out, const DeviceTokenFeed* feed,
+                                                                Outputs& outs) {
+  const auto t = Clock::now();
   loop_stats_.steps++;  // a step that runs the model
-  std::vector<SeqState*> rows;
-  for (const ScheduledRequest& sr : out.scheduled)
-    if (sr.sample) rows.push_back(seqs_.at(sr.id));
-  std::vector<SampleResult> results;
+  StepInFlight f;
+  f.out = std::move(out);
+  std::vector<SampleRow> sample_in;
+  for (const ScheduledRequest& sr : f.out.scheduled)
+    if (sr.sample) {
+      SeqState* s = seqs_.at(sr.id);
+      f.rows.push_back(sr.id);
+      sample_in.push_back({&s->owner->params, &s->sampler, s->owner->stop_ids});
+    }
   try {
     // Logits stay on the runner's device; the SAMPLE op picks the tokens there (batch_sampler.h).
-    Tensor logits = runner_->execute(out);
-    lap(loop_stats_.forward_s);
-    std::vector<SampleRow> sample_in;
-    sample_in.reserve(rows.size());
-    for (SeqState* s : rows) sample_in.push_back({&s->owner->params, &s->sampler, s->owner->stop_ids});
-    results = sample_rows(*ctx_, logits, sample_in);
-    lap(loop_stats_.sample_s);
+    Tensor logits = runner_->execute(f.out, feed);
+    f.sample = sampler_->launch(logits, sample_in);
   } catch (const std::exception& e) {
-    fail_step(out, e.what(), outs);
+    fail_step(f.out, e.what(), outs);
+    return std::nullopt;
+  }
+  loop_stats_.forward_s += seconds_since(t);
+  return f;
+}
+
+void EngineImpl::finish_step(StepInFlight& f, Outputs& outs) {
+  auto t = Clock::now();
+  // A sequence finished since the launch (an abort taken from the inbox meanwhile) may be gone:
+  // its row is read but its sampler state is not touched, and its token goes nowhere.
+  std::vector<bool> alive(f.rows.size());
+  for (size_t i = 0; i < f.rows.size(); ++i) {
+    auto it = seqs_.find(f.rows[i]);
+    alive[i] = it != seqs_.end() && !it->second->finished;
+    if (!alive[i]) f.sample.rows[i].state = nullptr;
+  }
+  std::vector<SampleResult> results;
+  try {
+    results = sampler_->finish(f.sample);
+  } catch (const std::exception& e) {
+    fail_step(f.out, e.what(), outs);
     return;
   }
+  loop_stats_.sample_s += seconds_since(t);
+  t = Clock::now();
   std::vector<SampledToken> sampled;
-  sampled.reserve(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) sampled.push_back({rows[i]->req->id, results[i].token});
-  const auto finished = scheduler_->update_from_output(out, sampled);
+  sampled.reserve(f.rows.size());
+  for (size_t i = 0; i < f.rows.size(); ++i)
+    if (alive[i]) sampled.push_back({f.rows[i], results[i].token});
+  const auto finished = scheduler_->update_from_output(f.out, sampled);
   loop_stats_.generation_tokens_total += int64_t(sampled.size());
   std::unordered_map<RequestId, RequestStatus> fin;
-  for (const auto& f : finished) fin.emplace(f->id, f->status);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto it = fin.find(rows[i]->req->id);
-    on_token(*rows[i], results[i], it == fin.end() ? std::nullopt : std::optional<RequestStatus>(it->second), outs);
+  for (const auto& r : finished) fin.emplace(r->id, r->status);
+  std::vector<SeqState*> rows;
+  for (size_t i = 0; i < f.rows.size(); ++i) {
+    if (!alive[i]) continue;
+    SeqState* s = seqs_.at(f.rows[i]);
+    rows.push_back(s);
+    auto it = fin.find(f.rows[i]);
+    on_token(*s, results[i], it == fin.end() ? std::nullopt : std::optional<RequestStatus>(it->second), outs);
   }
   // n > 1: the other samples start once sample 0 has its prompt computed (they share its blocks).
   for (SeqState* s : rows)
     if (s->index == 0 && !s->owner->children_started && s->owner->params.n > 1) start_children(*s->owner, outs);
-  lap(loop_stats_.outputs_s);
+  loop_stats_.outputs_s += seconds_since(t);
 }
 
 void EngineImpl::on_token(SeqState& s, const SampleResult& res, std::optional<RequestStatus> sched_finish,

@@ -108,4 +108,25 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
   return b;
 }
 
+void apply_token_feed(OpContext& ctx, const Tensor& token_ids, const DeviceTokenFeed& feed) {
+  const int64_t n = int64_t(feed.src_rows.size()), R = feed.ids.defined() ? feed.ids.numel() : 0;
+  PL_CHECK(token_ids.dtype == DType::I32 && token_ids.numel() >= n, "token feed: {} rows for {} token ids", n,
+           token_ids.numel());
+  PL_CHECK(R == 0 || feed.ids.dtype == DType::I32, "token feed: ids must be i32");
+  int32_t* dst = token_ids.ptr<int32_t>();
+  const int32_t* src = R ? feed.ids.ptr<int32_t>() : nullptr;
+  for (int64_t i = 0; i < n;) {
+    const int s0 = feed.src_rows[size_t(i)];
+    if (s0 < 0) {
+      ++i;
+      continue;
+    }
+    PL_CHECK(s0 < R, "token feed: row {} reads id {} of {}", i, s0, R);
+    int64_t len = 1;
+    while (i + len < n && feed.src_rows[size_t(i + len)] == s0 + len && s0 + len < R) ++len;
+    ctx.device->copy_on_device(dst + i, src + s0, size_t(len) * sizeof(int32_t), ctx.stream);
+    i += len;
+  }
+}
+
 }  // namespace portllm

@@ -18,6 +18,19 @@ struct SeqWork {
   enum class Logits { None, Last, All } logits = Logits::Last;
 };
 
+// Token ids a step takes from device memory instead of from SeqWork::tokens: with async
+// scheduling the previous step's sampled ids, still on the device when this step is launched
+// (engine/engine_loop.cpp). Only for steps where every sequence feeds one token: sequence i reads
+// ids[src_rows[i]] where src_rows[i] >= 0 and keeps its host token otherwise.
+struct DeviceTokenFeed {
+  Tensor ids;                 // [R] i32 on the step's device
+  std::vector<int> src_rows;  // one per sequence of the step
+};
+
+// Writes the fed ids over token_ids (the batch's [n] ids, n = src_rows.size()), ordered on ctx's
+// stream: one device copy per run of consecutive rows.
+void apply_token_feed(OpContext& ctx, const Tensor& token_ids, const DeviceTokenFeed& feed);
+
 ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seqs, int64_t page_size);
 
 }  // namespace portllm

@@ -34,7 +34,12 @@ bool DecodeGraphs::supported(const std::vector<LayerCacheSpec>& spec) {
 }
 
 DecodeGraphs::DecodeGraphs(Model& model, OpContext& ctx, KvCache& cache, std::vector<int> sizes, int64_t max_model_len)
-    : model_(model), ctx_(ctx), cache_(cache), sizes_(std::move(sizes)), max_model_len_(max_model_len) {
+    : model_(model),
+      ctx_(ctx),
+      cache_(cache),
+      sizes_(std::move(sizes)),
+      max_model_len_(max_model_len),
+      staging_(*ctx.device, 2) {
   std::sort(sizes_.begin(), sizes_.end());
   sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
   PL_CHECK(!sizes_.empty() && sizes_.front() >= 1, "--cuda-graph-bs: sizes must be >= 1");
@@ -58,7 +63,6 @@ DecodeGraphs::DecodeGraphs(Model& model, OpContext& ctx, KvCache& cache, std::ve
   lay_.init = take(S);
   lay_.tables = take(S * size_t(max_blocks_));
   lay_.total = off;
-  host_.assign(lay_.total, 0);
   inputs_ = ctx_.device->zeros(DType::I32, {int64_t(lay_.total)});
   logits_ = ctx_.device->empty(DType::F32, {int64_t(S), model_.config().vocab_size});
 }
@@ -92,7 +96,10 @@ ForwardBatch DecodeGraphs::batch_for(int size) const {
 // the size uses.
 void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
   const int64_t page = cache_.config().page_size;
-  int32_t* h = host_.data();
+  const size_t used = lay_.tables + size_t(size) * size_t(max_blocks_);
+  const StagingBuffer buf = staging_.acquire(used * 4);
+  int32_t* h = static_cast<int32_t*>(buf.data);
+  std::fill(h, h + lay_.tables, 0);  // the per-sequence arrays past `size` are uploaded but never read
   for (int i = 0; i < size; ++i) {
     const bool real = i < int(work.size());
     int32_t* table = h + lay_.tables + size_t(i) * size_t(max_blocks_);
@@ -125,8 +132,8 @@ void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
     h[lay_.init + size_t(i)] = p > 0 ? 1 : 0;
   }
   h[lay_.qsl + size_t(size)] = size;
-  const size_t used = lay_.tables + size_t(size) * size_t(max_blocks_);
-  ctx_.device->copy_to_device(inputs_.data, host_.data(), used * 4, ctx_.stream);
+  ctx_.device->copy_to_device(inputs_.data, h, used * 4, ctx_.stream);
+  buf.done->record(*ctx_.stream);
 }
 
 void DecodeGraphs::capture() {
@@ -165,10 +172,11 @@ ForwardBatch DecodeGraphs::stage(const std::vector<SeqWork>& work) {
   return batch_for(size);
 }
 
-Tensor DecodeGraphs::run(const std::vector<SeqWork>& work) {
+Tensor DecodeGraphs::run(const std::vector<SeqWork>& work, const DeviceTokenFeed* feed) {
   const int n = int(work.size());
   const size_t k = size_index(n);
   fill(work, sizes_[k]);
+  if (feed) apply_token_feed(ctx_, batch_for(sizes_[k]).token_ids, *feed);
   graphs_[k]->replay(*ctx_.stream);
   return logits_.slice(0, 0, n);
 }

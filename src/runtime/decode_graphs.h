@@ -4,7 +4,8 @@
 //
 // One graph per captured batch size, each over the same static inputs: a packed i32 buffer
 // (token ids, positions, slots, sequence lengths, query offsets, logit rows, recurrent-state
-// slots and initial-state flags, block tables) that a step fills with one upload, and a shared
+// slots and initial-state flags, block tables) that a step fills with one upload from a
+// page-locked staging buffer (so the upload does not wait for a step still running), and a shared
 // [max size, V] f32 logits buffer. A step of n sequences runs the smallest captured size >= n;
 // the padding sequences write no KV (slot -1) and read one cached position of block 0, keep no
 // recurrent state (state slot -1), and their logits rows are ignored. Attention is captured for
@@ -21,6 +22,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/host_staging.h"
 #include "model/model.h"
 #include "runtime/batch_builder.h"
 #include "runtime/kv_cache.h"
@@ -35,8 +37,8 @@ class DecodeGraphs {
   // A pure decode step (every sequence feeds one token and samples) no larger than the largest size.
   bool covers(const std::vector<SeqWork>& work) const;
   // Runs the step; returns its logits [n, V] on the device (a view of the static buffer, valid
-  // until the next run).
-  Tensor run(const std::vector<SeqWork>& work);
+  // until the next run). `feed`: token ids taken from the device (batch_builder.h).
+  Tensor run(const std::vector<SeqWork>& work, const DeviceTokenFeed* feed = nullptr);
   // What run() does before the replay: fills the static inputs for `work` padded to the smallest
   // captured size that holds it, and returns the batch that size's graph was captured with.
   // Exposed so that the inputs can be checked (and the step run eagerly) where nothing is captured.
@@ -62,7 +64,7 @@ class DecodeGraphs {
   std::vector<int> sizes_;  // ascending
   int64_t max_model_len_, max_blocks_;
   Layout lay_{};
-  std::vector<int32_t> host_;
+  HostStaging staging_;  // two buffers: one may still feed the step in flight
   Tensor inputs_, logits_;
   std::vector<std::unique_ptr<Graph>> graphs_;  // parallel to sizes_
 };

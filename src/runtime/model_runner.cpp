@@ -44,14 +44,21 @@ void ModelRunner::reset_state_slot(int slot) {
     }
 }
 
-Tensor ModelRunner::execute(const SchedulerOutput& out) {
+Tensor ModelRunner::execute(const SchedulerOutput& out, const DeviceTokenFeed* feed) {
   if (out.scheduled.empty()) return {};
   if (cache_->has_state_layers())
     for (const ScheduledRequest& s : out.scheduled)
       if (s.start_position == 0 && s.state_slot >= 0) reset_state_slot(s.state_slot);
   const std::vector<SeqWork> work = make_work(out);
-  if (graphs_ && graphs_->covers(work)) return graphs_->run(work);
+  if (feed) {
+    PL_CHECK(feed->src_rows.size() == work.size(), "token feed: {} rows for a step of {} requests", feed->src_rows.size(),
+             work.size());
+    for (const SeqWork& w : work) PL_CHECK(w.tokens.size() == 1, "token feed: only for steps that feed one token per request");
+  }
+  if (graphs_ && graphs_->covers(work)) return graphs_->run(work, feed);
   ForwardBatch batch = build_forward_batch(ctx_, work, cache_->config().page_size);
+  // One token per request: build_forward_batch keeps the requests' order, so row i is token i.
+  if (feed) apply_token_feed(ctx_, batch.token_ids, *feed);
   const int64_t L = batch.num_logits(), V = model_.config().vocab_size;
   Tensor logits;
   if (L > 0) logits = ctx_.device->empty(DType::F32, {L, V});

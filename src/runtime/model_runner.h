@@ -24,8 +24,9 @@ class ModelRunner {
 
   // f32 logits [number of scheduled requests with sample == true, vocab] on the runner's device
   // (host memory on the CPU), rows in the order of out.scheduled; an undefined tensor when
-  // nothing samples this step.
-  Tensor execute(const SchedulerOutput& out);
+  // nothing samples this step. `feed` (a step where every request feeds one token): the ids
+  // request i feeds come from the device (runtime/batch_builder.h), as async scheduling needs.
+  Tensor execute(const SchedulerOutput& out, const DeviceTokenFeed* feed = nullptr);
 
   // The per-sequence work of one step (exposed for tests).
   std::vector<SeqWork> make_work(const SchedulerOutput& out) const;

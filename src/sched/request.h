@@ -29,6 +29,10 @@ inline bool is_finished(RequestStatus s) {
 }
 std::string_view to_string(RequestStatus s);
 
+// Stands for a sampled token not yet read back (async scheduling); never a real id, so a block
+// hash over it could never match a prompt (and none is taken: see Scheduler::add_output_placeholders).
+inline constexpr TokenId kPlaceholderToken = -1;
+
 struct Request {
   Request(RequestId id, std::vector<TokenId> prompt, int max_tokens);
 
@@ -44,6 +48,10 @@ struct Request {
   int num_cached_tokens = -1;   // prompt tokens served by the prefix cache at first admission
   int num_preemptions = 0;
   uint64_t arrival = 0;         // admission order key, set by add_request
+  // Async scheduling (Scheduler::add_output_placeholders): outputs appended as kPlaceholderToken
+  // before their step's token is known, and steps in flight that will sample this request.
+  int num_placeholders = 0;
+  int num_inflight_samples = 0;
 
   int num_prompt_tokens() const { return num_prompt_tokens_; }
   int num_tokens() const { return static_cast<int>(all_token_ids_.size()); }
@@ -56,6 +64,7 @@ struct Request {
     return std::span<const TokenId>(all_token_ids_).subspan(num_prompt_tokens_);
   }
   void append_output(TokenId t) { all_token_ids_.push_back(t); }
+  void set_token(int index, TokenId t) { all_token_ids_.at(size_t(index)) = t; }
 
   SeqView kv_view() const { return {id, all_token_ids_, num_computed_tokens, cache_salt}; }
 

@@ -44,7 +44,7 @@ void Scheduler::add_request(std::shared_ptr<Request> req) {
 
 int Scheduler::fork_request(RequestId parent_id, std::shared_ptr<Request> child) {
   PL_CHECK(child != nullptr, "null request");
-  PL_CHECK(!in_flight_, "fork_request between schedule() and update_from_output()");
+  PL_CHECK(steps_in_flight_ == 0, "fork_request between schedule() and update_from_output()");
   auto it = requests_.find(parent_id);
   PL_CHECK(it != requests_.end(), "fork: unknown parent request {}", parent_id);
   const Request& parent = *it->second;
@@ -104,7 +104,9 @@ void Scheduler::preempt(Request& r, std::vector<Planned>& plan, int& budget,
 }
 
 SchedulerOutput Scheduler::schedule() {
-  PL_CHECK(!in_flight_, "schedule() called again before update_from_output()");
+  PL_CHECK(steps_in_flight_ == 0 || (steps_in_flight_ == 1 && placeholders_added_),
+           "schedule() called again before update_from_output()");
+  placeholders_added_ = false;
   SchedulerOutput out;
   out.finished_ids = std::move(finished_since_step_);
   finished_since_step_.clear();
@@ -163,21 +165,40 @@ SchedulerOutput Scheduler::schedule() {
     s.token_ids.assign(toks.begin(), toks.end());
     s.block_table = kv_.block_table(r.id);
     s.sample = s.start_position + p.num_tokens == r.num_tokens();
+    if (s.sample) ++r.num_inflight_samples;
     s.state_slot = slots_.slot_of(r.id).value_or(-1);
     // Advanced now (as in vLLM v1) so the next step sees these tokens as computed.
     r.num_computed_tokens += p.num_tokens;
     out.total_num_scheduled_tokens += p.num_tokens;
     out.scheduled.push_back(std::move(s));
   }
-  in_flight_ = !out.scheduled.empty();
+  if (!out.scheduled.empty()) ++steps_in_flight_;
   return out;
+}
+
+std::vector<RequestId> Scheduler::add_output_placeholders(const SchedulerOutput& out) {
+  PL_CHECK(steps_in_flight_ == 1 && !placeholders_added_, "add_output_placeholders: needs exactly one step in flight");
+  std::vector<RequestId> got;
+  for (const ScheduledRequest& s : out.scheduled) {
+    auto it = requests_.find(s.id);
+    if (!s.sample || it == requests_.end()) continue;
+    Request& r = *it->second;
+    // The sample in flight is the last one by length: nothing to schedule after it.
+    if (r.status != RequestStatus::RUNNING || r.num_placeholders > 0 || r.num_output_tokens() + 1 >= r.max_tokens)
+      continue;
+    r.append_output(kPlaceholderToken);
+    ++r.num_placeholders;
+    got.push_back(r.id);
+  }
+  placeholders_added_ = true;
+  return got;
 }
 
 bool Scheduler::finish_request(RequestId id, RequestStatus status) {
   PL_CHECK(is_finished(status), "finish_request with non-final status {}", to_string(status));
   auto it = requests_.find(id);
   if (it == requests_.end()) return false;
-  if (in_flight_) {  // the runner may still use its blocks: apply after the step
+  if (steps_in_flight_ > 0) {  // the runner may still use its blocks: apply after the step
     deferred_finishes_.emplace_back(id, status);
     return true;
   }
@@ -204,9 +225,16 @@ std::vector<std::shared_ptr<Request>> Scheduler::update_from_output(
     std::shared_ptr<Request> r = it->second;
     auto s = std::find_if(out.scheduled.begin(), out.scheduled.end(),
                           [&](const ScheduledRequest& x) { return x.id == st.id; });
-    PL_CHECK(s != out.scheduled.end() && s->sample && r->num_computed_tokens == r->num_tokens(),
+    // The sampled token's index: its placeholder's (the oldest), or the end.
+    const int at = r->num_tokens() - r->num_placeholders;
+    PL_CHECK(s != out.scheduled.end() && s->sample && r->num_computed_tokens >= at,
              "request {}: token sampled but the step did not ask for one", st.id);
-    r->append_output(st.token);
+    if (r->num_placeholders > 0) {
+      r->set_token(at, st.token);
+      --r->num_placeholders;
+    } else {
+      r->append_output(st.token);
+    }
     const bool stop = std::find(r->stop_token_ids.begin(), r->stop_token_ids.end(), st.token) !=
                       r->stop_token_ids.end();
     if (stop || r->num_output_tokens() >= r->max_tokens) {
@@ -214,7 +242,11 @@ std::vector<std::shared_ptr<Request>> Scheduler::update_from_output(
       finished.push_back(std::move(r));
     }
   }
-  in_flight_ = false;
+  for (const ScheduledRequest& s : out.scheduled) {
+    auto it = requests_.find(s.id);
+    if (s.sample && it != requests_.end()) --it->second->num_inflight_samples;
+  }
+  if (!out.scheduled.empty() && steps_in_flight_ > 0) --steps_in_flight_;
   for (auto [id, status] : deferred_finishes_) {
     auto it = requests_.find(id);
     if (it == requests_.end()) continue;  // already finished by this step
@@ -222,10 +254,11 @@ std::vector<std::shared_ptr<Request>> Scheduler::update_from_output(
     finish_now(*it->second, status);
   }
   deferred_finishes_.clear();
-  // A request that reached its last token but got no sample would never be scheduled again.
+  // A request that reached its last token but got no sample would never be scheduled again
+  // (unless a step still in flight samples it).
   for (const ScheduledRequest& s : out.scheduled) {
     auto it = requests_.find(s.id);
-    if (s.sample && it != requests_.end())
+    if (s.sample && it != requests_.end() && it->second->num_inflight_samples == 0)
       PL_CHECK(it->second->num_computed_tokens < it->second->num_tokens(),
                "request {}: the step asked for a sample but none was given", s.id);
   }

@@ -11,6 +11,12 @@
 // Call order, on one thread: schedule() -> run the model -> update_from_output(), with
 // add_request / fork_request / abort between steps (an abort during a step is applied at the end
 // of update_from_output, after the runner is done with the request's blocks).
+//
+// Async scheduling puts one more step in flight: schedule(n) -> launch n -> add_output_placeholders(n)
+// -> schedule(n + 1) -> launch n + 1 -> update_from_output(n) -> ... Each request step n samples
+// gets a placeholder token, so step n + 1 feeds that position (the runner takes the real id from
+// the device), and update_from_output(n) writes the sampled token over it. Blocks a finish frees
+// while step n + 1 still runs are reused only by later steps, which the device runs after it.
 #pragma once
 #include <deque>
 #include <memory>
@@ -45,8 +51,14 @@ class Scheduler {
   bool finish_request(RequestId id, RequestStatus status);
 
   SchedulerOutput schedule();
-  // Appends the sampled tokens, finishes requests that hit max_tokens or a stop token, and
-  // returns every request that finished since schedule() (including deferred aborts).
+  // Async scheduling, between schedule() of step n (still running) and schedule() of step n + 1:
+  // appends a placeholder output to each request `out` samples, except where that sample will be
+  // its last by max_tokens; returns the requests that got one. Blocks are hashed only once
+  // computed, so the placeholder is written over (update_from_output) before any hash covers it.
+  std::vector<RequestId> add_output_placeholders(const SchedulerOutput& out);
+  // Appends the sampled tokens (or writes them over their placeholders), finishes requests that
+  // hit max_tokens or a stop token, and returns every request that finished since schedule()
+  // (including deferred aborts). Steps are updated in the order they were scheduled.
   std::vector<std::shared_ptr<Request>> update_from_output(const SchedulerOutput& out,
                                                            std::span<const SampledToken> sampled);
 
@@ -60,6 +72,7 @@ class Scheduler {
   const StateSlotPool& state_slots() const { return slots_; }
   const SchedulerConfig& config() const { return cfg_; }
   int64_t num_preemptions_total() const { return num_preemptions_; }  // for /metrics
+  int steps_in_flight() const { return steps_in_flight_; }
   void reset_prefix_cache() { kv_.reset_prefix_cache(); }
 
  private:
@@ -82,7 +95,8 @@ class Scheduler {
   std::unordered_map<RequestId, std::shared_ptr<Request>> requests_;  // waiting + running
   std::vector<RequestId> finished_since_step_;
   std::vector<std::pair<RequestId, RequestStatus>> deferred_finishes_;
-  bool in_flight_ = false;
+  int steps_in_flight_ = 0;         // scheduled, not yet updated (2 with async scheduling)
+  bool placeholders_added_ = false;  // add_output_placeholders since the last schedule()
   uint64_t next_arrival_ = 0;
   int64_t num_preemptions_ = 0;
 };

@@ -44,6 +44,15 @@ python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['output_to
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['mean_ttft_ms'] > 0" "$TMP/l.json"
 # The text form adds the engine loop's host time per step (schedule, forward launch, sample, outputs).
 "$BIN" bench latency --batch-size 2 --input-len 8 --output-len 8 --num-iters 1 --threads 2 > "$TMP/l.txt"
-grep -Eq "^engine steps +[1-9][0-9]*: schedule [0-9.]+, forward [0-9.]+, sample [0-9.]+, outputs [0-9.]+ ms/step$" "$TMP/l.txt" ||
+grep -Eq "^engine steps +[1-9][0-9]* \(0 scheduled ahead\): schedule [0-9.]+, forward [0-9.]+, sample [0-9.]+, outputs [0-9.]+ ms/step$" "$TMP/l.txt" ||
   { cat "$TMP/l.txt"; echo "FAIL: bench latency prints no engine step times"; exit 1; }
+# --async-scheduling (off by default on the CPU): decode steps after the first are launched ahead
+# (each iteration's prefill step and first decode step are not); both flags at once are refused.
+"$BIN" bench latency --batch-size 2 --input-len 8 --output-len 8 --num-iters 1 --threads 2 --async-scheduling > "$TMP/la.txt"
+grep -Eq "^engine steps +[1-9][0-9]* \([1-9][0-9]* scheduled ahead\):" "$TMP/la.txt" ||
+  { cat "$TMP/la.txt"; echo "FAIL: bench latency --async-scheduling scheduled no step ahead"; exit 1; }
+if "$BIN" bench latency --batch-size 1 --input-len 8 --output-len 2 --async-scheduling --no-async-scheduling > "$TMP/lc.txt" 2>&1; then
+  echo "FAIL: contradictory --async-scheduling flags accepted"; exit 1
+fi
+grep -q "contradict each other" "$TMP/lc.txt" || { cat "$TMP/lc.txt"; echo "FAIL: no clear error for contradictory flags"; exit 1; }
 echo "generate_engine: ok"

@@ -1,5 +1,5 @@
 // The SAMPLE op against the host sampler: on many random rows and parameters (penalties, bias,
-// min_tokens, every filter, ties, -inf), sample_rows on the CPU backend (the op's CPU kernel),
+// min_tokens, every filter, ties, -inf), BatchSampler on the CPU backend (the op's CPU kernel),
 // the op's reference kernel and sample_token pick the same token and leave the same sampler
 // state. Plus the definition's two choices: the draw walks survivors in id order, and ties at
 // a top-k / top-p cut keep the lowest ids.
@@ -80,7 +80,7 @@ TEST(SampleOp, OpCpuKernelReferenceAndHostSamplerAgree) {
     std::vector<float> logits;
     for (int64_t b = 0; b < B; ++b) {
       cases.push_back(random_row(g, V));
-      if (b == 1) cases.back().p.logprobs = 2;  // this row takes the host path inside sample_rows
+      if (b == 1) cases.back().p.logprobs = 2;  // this row takes the host path inside BatchSampler
       auto l = random_logits(g, V);
       logits.insert(logits.end(), l.begin(), l.end());
     }
@@ -112,10 +112,10 @@ TEST(SampleOp, OpCpuKernelReferenceAndHostSamplerAgree) {
     ra.adj_offsets = Tensor::view_of(offsets.data(), DType::I32, {B + 1});
     ra.adj = Tensor::view_of(entries.data(), DType::I32, {int64_t(entries.size()) / kSampleAdjWords, kSampleAdjWords});
     ref->run(&ra, *ctx.stream);
-    // sample_rows: the op's CPU kernel (and sample_token for the logprobs row).
+    // BatchSampler: the op's CPU kernel (and sample_token for the logprobs row).
     std::vector<SampleRow> rows;
     for (auto& c : cases) rows.push_back({&c.p, &c.st, c.stop});
-    const auto got = sample_rows(ctx, Tensor::view_of(logits.data(), DType::F32, {B, V}), rows);
+    const auto got = BatchSampler(ctx).sample(Tensor::view_of(logits.data(), DType::F32, {B, V}), rows);
     for (int64_t b = 0; b < B; ++b) {
       SCOPED_TRACE(::testing::Message() << "trial " << trial << " row " << b << " V " << V);
       EXPECT_EQ(got[size_t(b)].token, want[size_t(b)]);
@@ -177,9 +177,9 @@ TEST(SampleOp, TiesAtACutKeepTheLowestIds) {
     SamplerState s1, s2;
     s1.seed = s2.seed = seed;
     std::vector<SampleRow> rows{{&pk, &s1, {}}};
-    seen_k.insert(sample_rows(ctx, Tensor::view_of(a.data(), DType::F32, {1, 5}), rows)[0].token);
+    seen_k.insert(BatchSampler(ctx).sample(Tensor::view_of(a.data(), DType::F32, {1, 5}), rows)[0].token);
     rows = {{&pp, &s2, {}}};
-    seen_p.insert(sample_rows(ctx, Tensor::view_of(b.data(), DType::F32, {1, 4}), rows)[0].token);
+    seen_p.insert(BatchSampler(ctx).sample(Tensor::view_of(b.data(), DType::F32, {1, 4}), rows)[0].token);
   }
   EXPECT_EQ(seen_k, (std::set<int32_t>{1, 2}));
   EXPECT_EQ(seen_p, (std::set<int32_t>{0, 1}));

@@ -380,6 +380,73 @@ TEST(Scheduler, AbortDuringAStepIsAppliedAfterIt) {
   EXPECT_EQ(s.kv().num_free_blocks(), 16);
 }
 
+TEST(Scheduler, AsyncPlaceholdersAreFedThenOverwritten) {
+  // Async scheduling: step n + 1 is scheduled while step n runs. The token step n samples is a
+  // placeholder in n + 1's feed, written over when n is updated; hashing a block waits for it.
+  SchedulerConfig c = small_config(16);
+  c.enable_prefix_caching = true;
+  Scheduler s(c);
+  auto a = make_request(1, iota_tokens(6), 4);
+  auto b = make_request(2, iota_tokens(7, 50), 2);
+  s.add_request(a);
+  s.add_request(b);
+  run_step(s);  // prefill: a and b have one output each
+  const TokenId a1 = a->output_token_ids()[0];
+  SchedulerOutput n = s.schedule();  // decode of both (n)
+  ASSERT_EQ(n.scheduled.size(), 2u);
+  EXPECT_THROW(s.schedule(), Error);  // not before the placeholders
+  // b's sample in n is its last (max_tokens 2): it gets no placeholder and no step after n.
+  EXPECT_EQ(s.add_output_placeholders(n), std::vector<RequestId>{1});
+  EXPECT_EQ(a->output_token_ids().back(), kPlaceholderToken);
+  SchedulerOutput n1 = s.schedule();
+  ASSERT_EQ(n1.scheduled.size(), 1u);
+  EXPECT_EQ(n1.scheduled[0].id, 1u);
+  EXPECT_EQ(n1.scheduled[0].start_position, 7);
+  EXPECT_EQ(n1.scheduled[0].token_ids, std::vector<TokenId>{kPlaceholderToken});
+  EXPECT_EQ(s.steps_in_flight(), 2);
+  // Block 1 (positions 4..7) ends with the placeholder: it is hashed only once 11 is written.
+  auto fin = s.update_from_output(n, std::vector<SampledToken>{{1, 11}, {2, 22}});
+  ASSERT_EQ(fin.size(), 1u);
+  EXPECT_EQ(fin[0], b);
+  EXPECT_EQ(b->status, RequestStatus::FINISHED_LENGTH);
+  EXPECT_EQ(std::vector<TokenId>(a->output_token_ids().begin(), a->output_token_ids().end()),
+            (std::vector<TokenId>{a1, 11}));
+  EXPECT_EQ(a->num_placeholders, 0);
+  EXPECT_EQ(s.steps_in_flight(), 1);
+  fin = s.update_from_output(n1, std::vector<SampledToken>{{1, 33}});
+  EXPECT_TRUE(fin.empty());
+  EXPECT_EQ(std::vector<TokenId>(a->output_token_ids().begin(), a->output_token_ids().end()),
+            (std::vector<TokenId>{a1, 11, 33}));
+  // The next step feeds 33 at position 8 and finishes a; its blocks go to the prefix cache.
+  Step st = run_step(s);
+  ASSERT_EQ(st.out.scheduled.size(), 1u);
+  EXPECT_EQ(st.out.scheduled[0].token_ids, std::vector<TokenId>{33});
+  EXPECT_EQ(a->status, RequestStatus::FINISHED_LENGTH);
+  auto probe = make_request(3, std::vector<TokenId>(a->all_token_ids().begin(), a->all_token_ids().begin() + 9), 1);
+  s.add_request(probe);
+  run_step(s);
+  EXPECT_EQ(probe->num_cached_tokens, 8);  // two full blocks of a's tokens, the overwritten one included
+}
+
+TEST(Scheduler, AbortWhileTwoStepsAreInFlight) {
+  Scheduler s(small_config(16));
+  auto a = make_request(1, iota_tokens(5), 20);
+  s.add_request(a);
+  run_step(s);
+  SchedulerOutput n = s.schedule();
+  s.add_output_placeholders(n);
+  SchedulerOutput n1 = s.schedule();
+  EXPECT_TRUE(s.abort(1));  // deferred: both steps may still use the blocks
+  EXPECT_EQ(a->status, RequestStatus::RUNNING);
+  auto fin = s.update_from_output(n, std::vector<SampledToken>{{1, 7}});
+  ASSERT_EQ(fin.size(), 1u);  // applied after the first update: only later steps reuse the blocks
+  EXPECT_EQ(a->status, RequestStatus::FINISHED_ABORTED);
+  EXPECT_TRUE(s.update_from_output(n1, std::vector<SampledToken>{{1, 8}}).empty());  // the token of a finished request is dropped
+  EXPECT_EQ(s.steps_in_flight(), 0);
+  EXPECT_EQ(s.kv().num_free_blocks(), 16);
+  EXPECT_FALSE(s.has_unfinished_requests());
+}
+
 TEST(Scheduler, StopTokenAndEngineFinish) {
   Scheduler s(small_config(16));
   std::vector<TokenId> prompt = iota_tokens(5);

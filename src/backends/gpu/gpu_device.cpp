@@ -95,6 +95,13 @@ void GpuDevice::make_current() const { PL_GPU_CHECK(gpuSetDevice(index_)); }
 
 gpuStream_t GpuDevice::native(Stream* s) const { return s ? native_stream(*s) : main_->get(); }
 
+std::shared_ptr<void> GpuDevice::allocate_host(size_t bytes) {
+  make_current();
+  void* p = nullptr;
+  PL_GPU_CHECK(gpuMallocHost(&p, bytes ? bytes : 1));
+  return std::shared_ptr<void>(p, [](void* q) { (void)gpuFreeHost(q); });
+}
+
 void GpuDevice::copy_to_device(void* dst, const void* src, size_t n, Stream* s) {
   if (n) PL_GPU_CHECK(gpuMemcpyAsync(dst, src, n, gpuMemcpyHostToDevice, native(s)));
 }

@@ -35,6 +35,7 @@ class GpuDevice final : public Device {
   int index() const override { return index_; }
   const DeviceCaps& caps() const override { return caps_; }
   std::shared_ptr<void> allocate_bytes(size_t bytes) override { return alloc_->allocate(bytes); }
+  std::shared_ptr<void> allocate_host(size_t bytes) override;  // page-locked
   void copy_to_device(void* dst, const void* src, size_t n, Stream* s) override;
   void copy_to_host(void* dst, const void* src, size_t n, Stream* s) override;
   void copy_on_device(void* dst, const void* src, size_t n, Stream* s) override;

@@ -29,6 +29,8 @@ using musaDataType_t = cudaDataType_t;
 #define musaRuntimeGetVersion cudaRuntimeGetVersion
 #define musaMalloc cudaMalloc
 #define musaFree cudaFree
+#define musaMallocHost cudaMallocHost
+#define musaFreeHost cudaFreeHost
 #define musaMemGetInfo cudaMemGetInfo
 #define musaMemcpyAsync cudaMemcpyAsync
 #define musaMemsetAsync cudaMemsetAsync

@@ -41,6 +41,8 @@ using gpublasComputeType_t = cublasComputeType_t;
 #define gpuRuntimeGetVersion cudaRuntimeGetVersion
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
+#define gpuMallocHost cudaMallocHost
+#define gpuFreeHost cudaFreeHost
 #define gpuMemGetInfo cudaMemGetInfo
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuMemsetAsync cudaMemsetAsync

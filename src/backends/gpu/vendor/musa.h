@@ -59,6 +59,8 @@ using gpublasComputeType_t = musaDataType_t;
 #define gpuRuntimeGetVersion musaRuntimeGetVersion
 #define gpuMalloc musaMalloc
 #define gpuFree musaFree
+#define gpuMallocHost musaMallocHost
+#define gpuFreeHost musaFreeHost
 #define gpuMemGetInfo musaMemGetInfo
 #define gpuMemcpyAsync musaMemcpyAsync
 #define gpuMemsetAsync musaMemsetAsync
