@@ -15,9 +15,9 @@
 //      stops early when the chosen bin is kept whole (top-k: the count lands exactly on k;
 //      top-p: the bin holds one token). At the exact key, ties keep the lowest ids: the
 //      need-th equal element in id order is found by an ordered scan;
-//   4. the draw: an ordered scan (warps own contiguous id segments; per-warp totals, then a
-//      warp-level inclusive scan in the segment that crosses) finds the first survivor whose
-//      cumulative mass exceeds u * total.
+//   4. the draw: an ordered scan (warps own contiguous id segments; per-warp totals narrow the
+//      range twice, then a warp-level inclusive scan of what is left) finds the first survivor
+//      whose cumulative mass exceeds u * total.
 // Masses are u64 fixed point (rel * 2^s with V * 2^s <= 2^62), so sums are exact integers and
 // the result does not depend on the order of atomics or reductions: run to run the kernel is
 // deterministic, and it differs from the host only by expf vs exp rounding of rel.
@@ -136,26 +136,37 @@ __device__ void select_bin(u64 above, u64 T, Shared& sm, int& d, u64& new_above)
 }
 
 // The smallest j in [0, V) at which the running sum in id order of w(j) exceeds
-// target_of(total); -1 when it never does. Warps own contiguous segments of ids.
+// target_of(total); -1 when it never does. Two rounds narrow the range: the block's warps sum
+// contiguous segments of it, and the segment where the running sum crosses the target is the
+// range of the next round; then one warp scans what is left (160 ids at V = 151936) in id order.
+// (After one round a warp scanned ~4.7k ids alone, one dependent load per 32 ids.)
 template <class W, class Target>
 __device__ int64_t ordered_find(int64_t V, W w, Target target_of, Shared& sm) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  const int64_t per = (V + kNW - 1) / kNW;
-  const int64_t seg = (per + kWarpSize - 1) / kWarpSize * kWarpSize;
-  const int64_t s0 = min(V, int64_t(warp) * seg), s1 = min(V, s0 + seg);
-  u64 acc = 0;
-  for (int64_t j = s0 + lane; j < s1; j += kWarpSize) acc += w(j);
-  acc = warp_sum_u64(acc);
-  __syncthreads();
-  if (lane == 0) sm.warp_u64[warp] = acc;
-  if (threadIdx.x == 0) sm.res = -1;
-  __syncthreads();
-  u64 total = 0;
-  for (int x = 0; x < kNW; ++x) total += sm.warp_u64[x];
-  const u64 target = target_of(total);
-  int sel = -1;
-  u64 before = 0;
-  if (target < total)
+  int64_t lo = 0, hi = V;
+  u64 before = 0, target = 0;
+  for (int round = 0; round < 2; ++round) {
+    const int64_t per = (hi - lo + kNW - 1) / kNW;
+    const int64_t seg = (per + kWarpSize - 1) / kWarpSize * kWarpSize;
+    const int64_t s0 = min(hi, lo + int64_t(warp) * seg), s1 = min(hi, s0 + seg);
+    u64 acc = 0;
+    for (int64_t j = s0 + lane; j < s1; j += kWarpSize) acc += w(j);
+    acc = warp_sum_u64(acc);
+    __syncthreads();  // earlier readers of warp_u64 are done
+    if (lane == 0) sm.warp_u64[warp] = acc;
+    __syncthreads();
+    if (round == 0) {
+      u64 total = 0;
+      for (int x = 0; x < kNW; ++x) total += sm.warp_u64[x];
+      target = target_of(total);
+      if (target >= total) {  // the same in every thread
+        __syncthreads();
+        return -1;
+      }
+    }
+    // The first segment where before + its sum > target (one exists: the range's sum exceeds
+    // target - before).
+    int sel = kNW - 1;
     for (int x = 0; x < kNW; ++x) {
       if (before + sm.warp_u64[x] > target) {
         sel = x;
@@ -163,11 +174,17 @@ __device__ int64_t ordered_find(int64_t V, W w, Target target_of, Shared& sm) {
       }
       before += sm.warp_u64[x];
     }
-  if (warp == sel) {  // warp-uniform branch: the whole warp scans its segment
+    const int64_t nlo = min(hi, lo + int64_t(sel) * seg);
+    hi = min(hi, nlo + seg);
+    lo = nlo;
+  }
+  if (threadIdx.x == 0) sm.res = -1;
+  __syncthreads();
+  if (warp == 0) {
     u64 run = before;
-    for (int64_t base = s0; base < s1; base += kWarpSize) {
+    for (int64_t base = lo; base < hi; base += kWarpSize) {
       const int64_t j = base + lane;
-      u64 v = j < s1 ? w(j) : 0ull;
+      u64 v = j < hi ? w(j) : 0ull;
 #pragma unroll
       for (int off = 1; off < kWarpSize; off <<= 1) {
         const u64 y = gpu_shfl(v, lane >= off ? lane - off : 0);
@@ -298,14 +315,28 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   // 2. argmax (first index of the maximum), max, finite min.
   float best = -INFINITY, mx = -INFINITY, mn = INFINITY;
   long long bi = V;  // "none yet": any real index wins
-  for (int64_t j = tid; j < V; j += kThreads) {
-    const float v = row[j];
-    if (v > best || bi == V) {
-      best = v;
-      bi = j;
+  // kLoads loads in flight per thread (one at a time kept a 1024-thread block at ~4 KB in flight
+  // per SM, far below what the memory latency needs); each thread still visits its ids in order.
+  constexpr int kLoads = 8;
+  for (int64_t j0 = tid; j0 < V; j0 += int64_t(kLoads) * kThreads) {
+    float vals[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int64_t j = j0 + int64_t(u) * kThreads;
+      vals[u] = j < V ? row[j] : 0.f;
     }
-    mx = fmaxf(mx, v);
-    if (finite_f(v)) mn = fminf(mn, v);
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int64_t j = j0 + int64_t(u) * kThreads;
+      if (j >= V) break;
+      const float v = vals[u];
+      if (v > best || bi == V) {
+        best = v;
+        bi = j;
+      }
+      mx = fmaxf(mx, v);
+      if (finite_f(v)) mn = fminf(mn, v);
+    }
   }
 #pragma unroll
   for (int m = kWarpSize / 2; m > 0; m >>= 1) {
