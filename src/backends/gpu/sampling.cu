@@ -3,7 +3,8 @@
 //
 //   1. adjustments (bias, min_tokens mask, repetition, presence/frequency), one phase per kind;
 //   2. one pass: argmax (ARGMAX semantics), the row max mx and the finite minimum;
-//      greedy rows (or a non-finite max) stop here;
+//      greedy rows (or a non-finite max) stop here; at small batches greedy rows without
+//      adjustments are split over several blocks instead (greedy_part_kernel);
 //   3. top-k / top-p cuts by selection instead of sorting. The ranking (logit desc, id asc) is a
 //      total order, and a cut keeps a rank prefix, so a cut is "the element at which the
 //      cumulative weight, walked from the top, first reaches T": weight 1 and T = k for top-k,
@@ -21,9 +22,12 @@
 // Masses are u64 fixed point (rel * 2^s with V * 2^s <= 2^62), so sums are exact integers and
 // the result does not depend on the order of atomics or reductions: run to run the kernel is
 // deterministic, and it differs from the host only by expf vs exp rounding of rel.
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <cstdint>
 
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
 #include "backends/gpu/programmatic_launch.cuh"
@@ -270,9 +274,89 @@ __device__ Cut select_cut(const RowCtx& rc, In in, u64 T, Shared& sm) {
   return Cut{};
 }
 
+// ---- Greedy rows at small batches, split. One block per row reads a row at a single SM's rate
+// (~30 GB/s: 21 us for 151936 logits at batch 1, on every decode step's path); instead up to
+// kMaxSplit blocks per row each find the maximum of one slice (greedy_part_kernel) and
+// sample_kernel reduces the slices' results. Rows that are not greedy, or carry adjustments
+// (which sample_kernel applies in place first), take the one-block path as before.
+constexpr int kSplitThreads = 256;
+constexpr int kMaxSplit = 32;       // the partials of a row fit one warp
+constexpr int64_t kSplitIds = 4096;  // at least this many ids per slice
+
+struct ArgmaxPart {
+  float v;
+  long long i;  // V: the slice held nothing
+};
+
+__device__ __forceinline__ bool split_greedy(const int32_t* pw, const int32_t* adj_off, int64_t r) {
+  const bool adjusted = adj_off != nullptr && adj_off[r + 1] > adj_off[r];
+  return !(pw[11] & kSampleSkipRow) && __int_as_float(pw[0]) < sampling::kSamplingEps && !adjusted;
+}
+
+// (v, i) replaces (best, bi) when larger, or equal with a lower id: the first index of the maximum.
+__device__ __forceinline__ void argmax_merge(float& best, long long& bi, float v, long long i) {
+  if (v > best || (v == best && i < bi)) {
+    best = v;
+    bi = i;
+  }
+}
+__device__ __forceinline__ void argmax_warp(float& best, long long& bi) {
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) {
+    const float ov = gpu_shfl_xor(best, m);
+    const long long oi = gpu_shfl_xor(bi, m);
+    argmax_merge(best, bi, ov, oi);
+  }
+}
+
+__global__ void __launch_bounds__(kSplitThreads)
+greedy_part_kernel(ArgmaxPart* part, const float* logits, int64_t ld, int64_t V, const int32_t* params, int64_t p_ld,
+                   const int32_t* adj_off, int S) {
+  gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
+  gpu_allow_successor();
+  const int64_t r = blockIdx.y;
+  if (!split_greedy(params + r * p_ld, adj_off, r)) return;
+  __shared__ float wv[kSplitThreads / kWarpSize];
+  __shared__ long long wi[kSplitThreads / kWarpSize];
+  const float* row = logits + r * ld;
+  const int64_t chunk = (V + S - 1) / S, b = min(V, int64_t(blockIdx.x) * chunk), e = min(V, b + chunk);
+  float best = -INFINITY;
+  long long bi = V;
+  constexpr int kLoads = 8;  // in flight per thread
+  for (int64_t j0 = b + threadIdx.x; j0 < e; j0 += int64_t(kLoads) * kSplitThreads) {
+    float vals[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int64_t j = j0 + int64_t(u) * kSplitThreads;
+      vals[u] = j < e ? row[j] : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const int64_t j = j0 + int64_t(u) * kSplitThreads;
+      if (j >= e) break;
+      if (vals[u] > best || bi == V) {  // a thread's first id counts whatever its value (ARGMAX)
+        best = vals[u];
+        bi = j;
+      }
+    }
+  }
+  argmax_warp(best, bi);
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  if (lane == 0) {
+    wv[warp] = best;
+    wi[warp] = bi;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kSplitThreads / kWarpSize; ++w) argmax_merge(best, bi, wv[w], wi[w]);
+    part[r * S + blockIdx.x] = ArgmaxPart{best, bi};
+  }
+}
+
 __global__ void __launch_bounds__(kThreads)
 sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V, const int32_t* params, int64_t p_ld,
-              const int32_t* adj_off, const int32_t* adj, int64_t adj_ld, double fx_scale) {
+              const int32_t* adj_off, const int32_t* adj, int64_t adj_ld, double fx_scale, const ArgmaxPart* part,
+              int S) {
   gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
   gpu_allow_successor();
   __shared__ Shared sm;
@@ -286,6 +370,19 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   const float rep = __int_as_float(pw[8]), pres = __int_as_float(pw[9]), freq = __int_as_float(pw[10]);
   if (pw[11] & kSampleSkipRow) {
     if (tid == 0) out[r * out_ld] = -1;
+    return;
+  }
+  if (S > 1 && split_greedy(pw, adj_off, r)) {  // greedy_part_kernel found each slice's maximum
+    if (warp == 0) {
+      float best = -INFINITY;
+      long long bi = V;
+      if (lane < S) {
+        best = part[r * S + lane].v;
+        bi = part[r * S + lane].i;
+      }
+      argmax_warp(best, bi);
+      if (lane == 0) out[r * out_ld] = int32_t(bi >= V ? 0 : bi);
+    }
     return;
   }
   float* row = logits + r * ld;
@@ -429,9 +526,25 @@ void sample(const SampleArgs& a, Stream& s) {
   const double fx_scale = std::ldexp(1.0, 62 - bits);  // V * 2^s <= 2^62
   const int32_t* off = a.adj_offsets.defined() && a.adj.defined() ? a.adj_offsets.ptr<int32_t>() : nullptr;
   const int32_t* adj = off ? a.adj.ptr<int32_t>() : nullptr;
+  // Greedy rows split while the batch leaves SMs idle (see greedy_part_kernel);
+  // PORTLLM_SAMPLE_SPLIT=0 keeps one block per row (A/B runs).
+  static const bool split = env_switch("PORTLLM_SAMPLE_SPLIT", {"0", "1"}, 1) == 1;
+  const int64_t sms = std::max(1, caps_of(s).num_compute_units);
+  const int S = split ? int(std::min<int64_t>({kMaxSplit, (V + kSplitIds - 1) / kSplitIds, std::max<int64_t>(1, 2 * sms / B)}))
+                      : 1;
+  std::shared_ptr<void> part_mem;
+  ArgmaxPart* part = nullptr;
+  if (S > 1) {
+    part_mem = scratch(s, sizeof(ArgmaxPart) * size_t(B) * size_t(S));  // stream-ordered reuse after the kernels
+    part = static_cast<ArgmaxPart*>(part_mem.get());
+    launch_programmatic(s, greedy_part_kernel, dim3(unsigned(S), unsigned(B)), dim3(kSplitThreads), 0, part,
+                        a.logits.ptr<float>(), a.logits.strides[0], V, a.params.ptr<int32_t>(), a.params.strides[0],
+                        off, S);
+    check_launch("sample (greedy slices)");
+  }
   launch_programmatic(s, sample_kernel, dim3(unsigned(B)), dim3(kThreads), 0, a.out.ptr<int32_t>(), a.out.strides[0],
                       a.logits.ptr<float>(), a.logits.strides[0], V, a.params.ptr<int32_t>(), a.params.strides[0], off,
-                      adj, adj ? a.adj.strides[0] : 0, fx_scale);
+                      adj, adj ? a.adj.strides[0] : 0, fx_scale, static_cast<const ArgmaxPart*>(part), S);
   check_launch("sample");
 }
 
