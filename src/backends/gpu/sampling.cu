@@ -45,6 +45,12 @@ constexpr int kThreads = 1024;
 constexpr int kNW = kThreads / kWarpSize;
 constexpr int kBins = 256;
 constexpr int64_t kNoCut = INT64_MAX;
+// Loads in flight per thread in the passes over a row: one at a time kept a 1024-thread block at
+// ~4 KB in flight per SM, far below what the memory latency needs. Each pass loads kLoads
+// elements, then visits them in id order, so the order of visits is the one-load loop's. (Written
+// out in every pass: the same passes through a helper taking the body as a lambda that captured
+// the loop state by reference failed the SAMPLE conformance cases on the H200.)
+constexpr int kLoads = 8;
 static_assert(kThreads >= kBins && kThreads % kWarpSize == 0 && kNW <= 32, "block shape");
 
 struct Shared {
@@ -154,7 +160,17 @@ __device__ int64_t ordered_find(int64_t V, W w, Target target_of, Shared& sm) {
     const int64_t seg = (per + kWarpSize - 1) / kWarpSize * kWarpSize;
     const int64_t s0 = min(hi, lo + int64_t(warp) * seg), s1 = min(hi, s0 + seg);
     u64 acc = 0;
-    for (int64_t j = s0 + lane; j < s1; j += kWarpSize) acc += w(j);
+    constexpr int kW = kLoads / 2;  // u64 weights: half as many, within the register budget
+    for (int64_t j0 = s0 + lane; j0 < s1; j0 += int64_t(kW) * kWarpSize) {
+      u64 ws[kW];
+#pragma unroll
+      for (int u = 0; u < kW; ++u) {
+        const int64_t j = j0 + int64_t(u) * kWarpSize;
+        ws[u] = j < s1 ? w(j) : 0ull;
+      }
+#pragma unroll
+      for (int u = 0; u < kW; ++u) acc += ws[u];
+    }
     acc = warp_sum_u64(acc);
     __syncthreads();  // earlier readers of warp_u64 are done
     if (lane == 0) sm.warp_u64[warp] = acc;
@@ -224,19 +240,30 @@ __device__ Cut select_cut(const RowCtx& rc, In in, u64 T, Shared& sm) {
     }
     __syncthreads();
     const int shift = level == 0 ? 0 : 32 - 8 * level;  // levels 1..4: bits 31..24, .., 7..0
-    for (int64_t j = tid; j < rc.V; j += kThreads) {
-      const float l = rc.row[j];
-      if (!in(l, j)) continue;
-      const int vb = rc.vbin(l);
-      int bin = vb;
-      if (level > 0) {
-        if (vb != b0) continue;
-        const uint32_t key = sampling::order_key(l);
-        if ((key & mask) != prefix) continue;
-        bin = int((key >> shift) & 255u);
+    for (int64_t j0 = tid; j0 < rc.V; j0 += int64_t(kLoads) * kThreads) {
+      float ls[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t j = j0 + int64_t(u) * kThreads;
+        ls[u] = j < rc.V ? rc.row[j] : 0.f;
       }
-      atomicAdd(&sm.cnt[bin], 1u);
-      if constexpr (kMass) atomicAdd(&sm.wsum[bin], rc.mass(l));
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t j = j0 + int64_t(u) * kThreads;
+        if (j >= rc.V) break;
+        const float l = ls[u];
+        if (!in(l, j)) continue;
+        const int vb = rc.vbin(l);
+        int bin = vb;
+        if (level > 0) {
+          if (vb != b0) continue;
+          const uint32_t key = sampling::order_key(l);
+          if ((key & mask) != prefix) continue;
+          bin = int((key >> shift) & 255u);
+        }
+        atomicAdd(&sm.cnt[bin], 1u);
+        if constexpr (kMass) atomicAdd(&sm.wsum[bin], rc.mass(l));
+      }
     }
     __syncthreads();
     if (tid < kBins) sm.scan[tid] = kMass ? sm.wsum[tid] : u64(sm.cnt[tid]);
@@ -322,7 +349,6 @@ greedy_part_kernel(ArgmaxPart* part, const float* logits, int64_t ld, int64_t V,
   const int64_t chunk = (V + S - 1) / S, b = min(V, int64_t(blockIdx.x) * chunk), e = min(V, b + chunk);
   float best = -INFINITY;
   long long bi = V;
-  constexpr int kLoads = 8;  // in flight per thread
   for (int64_t j0 = b + threadIdx.x; j0 < e; j0 += int64_t(kLoads) * kSplitThreads) {
     float vals[kLoads];
 #pragma unroll
@@ -412,9 +438,6 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   // 2. argmax (first index of the maximum), max, finite min.
   float best = -INFINITY, mx = -INFINITY, mn = INFINITY;
   long long bi = V;  // "none yet": any real index wins
-  // kLoads loads in flight per thread (one at a time kept a 1024-thread block at ~4 KB in flight
-  // per SM, far below what the memory latency needs); each thread still visits its ids in order.
-  constexpr int kLoads = 8;
   for (int64_t j0 = tid; j0 < V; j0 += int64_t(kLoads) * kThreads) {
     float vals[kLoads];
 #pragma unroll
@@ -491,9 +514,18 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   Cut cp;
   if (top_p < 1.f) {
     u64 acc = 0;
-    for (int64_t j = tid; j < V; j += kThreads) {
-      const float l = row[j];
-      if (in1(l, j)) acc += rc.mass(l);
+    for (int64_t j0 = tid; j0 < V; j0 += int64_t(kLoads) * kThreads) {
+      float ls[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t j = j0 + int64_t(u) * kThreads;
+        ls[u] = j < V ? row[j] : 0.f;
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t j = j0 + int64_t(u) * kThreads;
+        if (j < V && in1(ls[u], j)) acc += rc.mass(ls[u]);
+      }
     }
     const u64 total = block_sum_u64(acc, sm);
     u64 T = u64(ceil(double(top_p) * double(total)));
