@@ -49,7 +49,7 @@ constexpr int64_t kNoCut = INT64_MAX;
 // ~4 KB in flight per SM, far below what the memory latency needs. Each pass loads kLoads
 // elements, then visits them in id order, so the order of visits is the one-load loop's. (Written
 // out in every pass: the same passes through a helper taking the body as a lambda that captured
-// the loop state by reference failed the SAMPLE conformance cases on the H200.)
+// the loop state by reference failed the SAMPLE conformance cases on the H200, cause not found.)
 constexpr int kLoads = 8;
 static_assert(kThreads >= kBins && kThreads % kWarpSize == 0 && kNW <= 32, "block shape");
 
