@@ -156,6 +156,19 @@ if has engine; then
   done
 fi
 
+# The 40 requests the graphs and async stages run, in $1: prompts-stories260K.jsonl (text, greedy
+# and seeded sampling, 12-128 tokens) and prompts-fixture.jsonl (token ids, greedy, 7-46 tokens),
+# so requests finish at different steps and batches shrink through every captured size.
+write_prompts() {
+  for i in $(seq 1 40); do
+    if [ $((i % 2)) -eq 0 ]; then echo "{\"prompt\": \"Once upon a time $i\", \"max_tokens\": $((8 + i * 3))}"
+    else echo "{\"prompt\": \"The little dog $i\", \"max_tokens\": $((10 + i * 2)), \"temperature\": 0.8, \"seed\": $i}"; fi
+  done >"$1/prompts-stories260K.jsonl"
+  for i in $(seq 1 40); do
+    echo "{\"prompt_ids\": [$((i + 1)), $((i * 7 % 90 + 3)), $((i * 13 % 97 + 2))], \"max_tokens\": $((6 + i))}"
+  done >"$1/prompts-fixture.jsonl"
+}
+
 if has graphs; then
   # Decode graphs must not change results: 40 requests (batch sizes 1..40 as requests finish at
   # different lengths, padded to captured sizes), graphs vs eager. stories260K: prompts, greedy
@@ -163,13 +176,7 @@ if has graphs; then
   # kernels inside the graph), deepseekv2-tiny (MLA over the latent cache, split on the device),
   # qwen35text-tiny (Gated DeltaNet state slots + gated attention; padding rows keep no state).
   G="$OUT/graphs"; mkdir -p "$G"
-  for i in $(seq 1 40); do
-    if [ $((i % 2)) -eq 0 ]; then echo "{\"prompt\": \"Once upon a time $i\", \"max_tokens\": $((8 + i * 3))}"
-    else echo "{\"prompt\": \"The little dog $i\", \"max_tokens\": $((10 + i * 2)), \"temperature\": 0.8, \"seed\": $i}"; fi
-  done >"$G/prompts-stories260K.jsonl"
-  for i in $(seq 1 40); do
-    echo "{\"prompt_ids\": [$((i + 1)), $((i * 7 % 90 + 3)), $((i * 13 % 97 + 2))], \"max_tokens\": $((6 + i))}"
-  done >"$G/prompts-fixture.jsonl"
+  write_prompts "$G"
   for m in stories260K qwen3moe-tiny deepseekv2-tiny qwen35text-tiny; do
     margs=(); prompts="$G/prompts-fixture.jsonl"
     if [ $m = stories260K ]; then prompts="$G/prompts-stories260K.jsonl"
@@ -207,13 +214,7 @@ if has async; then
   # model, --async-scheduling against --no-async-scheduling (graphs on; stories260K also eager,
   # the path of steps past the captured sizes).
   A="$OUT/async"; mkdir -p "$A"
-  for i in $(seq 1 40); do
-    if [ $((i % 2)) -eq 0 ]; then echo "{\"prompt\": \"Once upon a time $i\", \"max_tokens\": $((8 + i * 3))}"
-    else echo "{\"prompt\": \"The little dog $i\", \"max_tokens\": $((10 + i * 2)), \"temperature\": 0.8, \"seed\": $i}"; fi
-  done >"$A/prompts-stories260K.jsonl"
-  for i in $(seq 1 40); do
-    echo "{\"prompt_ids\": [$((i + 1)), $((i * 7 % 90 + 3)), $((i * 13 % 97 + 2))], \"max_tokens\": $((6 + i))}"
-  done >"$A/prompts-fixture.jsonl"
+  write_prompts "$A"
   for run in stories260K stories260K:eager qwen3moe-tiny deepseekv2-tiny qwen35text-tiny; do
     m=${run%%:*}; margs=(); prompts="$A/prompts-fixture.jsonl"
     if [ $m = stories260K ]; then prompts="$A/prompts-stories260K.jsonl"

@@ -51,6 +51,16 @@ constexpr int64_t kNoCut = INT64_MAX;
 // out in every pass: the same passes through a helper taking the body as a lambda that captured
 // the loop state by reference failed the SAMPLE conformance cases on the H200, cause not found.)
 constexpr int kLoads = 8;
+
+// vals[u] = row[j0 + u * stride] for the ids below end: kLoads loads issued before any is used.
+__device__ __forceinline__ void load_ahead(float (&vals)[kLoads], const float* row, int64_t j0, int64_t end,
+                                           int64_t stride) {
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) {
+    const int64_t j = j0 + int64_t(u) * stride;
+    vals[u] = j < end ? row[j] : 0.f;
+  }
+}
 static_assert(kThreads >= kBins && kThreads % kWarpSize == 0 && kNW <= 32, "block shape");
 
 struct Shared {
@@ -242,11 +252,7 @@ __device__ Cut select_cut(const RowCtx& rc, In in, u64 T, Shared& sm) {
     const int shift = level == 0 ? 0 : 32 - 8 * level;  // levels 1..4: bits 31..24, .., 7..0
     for (int64_t j0 = tid; j0 < rc.V; j0 += int64_t(kLoads) * kThreads) {
       float ls[kLoads];
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        const int64_t j = j0 + int64_t(u) * kThreads;
-        ls[u] = j < rc.V ? rc.row[j] : 0.f;
-      }
+      load_ahead(ls, rc.row, j0, rc.V, kThreads);
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
         const int64_t j = j0 + int64_t(u) * kThreads;
@@ -351,11 +357,7 @@ greedy_part_kernel(ArgmaxPart* part, const float* logits, int64_t ld, int64_t V,
   long long bi = V;
   for (int64_t j0 = b + threadIdx.x; j0 < e; j0 += int64_t(kLoads) * kSplitThreads) {
     float vals[kLoads];
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
-      const int64_t j = j0 + int64_t(u) * kSplitThreads;
-      vals[u] = j < e ? row[j] : 0.f;
-    }
+    load_ahead(vals, row, j0, e, kSplitThreads);
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) {
       const int64_t j = j0 + int64_t(u) * kSplitThreads;
@@ -440,11 +442,7 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   long long bi = V;  // "none yet": any real index wins
   for (int64_t j0 = tid; j0 < V; j0 += int64_t(kLoads) * kThreads) {
     float vals[kLoads];
-#pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
-      const int64_t j = j0 + int64_t(u) * kThreads;
-      vals[u] = j < V ? row[j] : 0.f;
-    }
+    load_ahead(vals, row, j0, V, kThreads);
 #pragma unroll
     for (int u = 0; u < kLoads; ++u) {
       const int64_t j = j0 + int64_t(u) * kThreads;
@@ -460,15 +458,10 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   }
 #pragma unroll
   for (int m = kWarpSize / 2; m > 0; m >>= 1) {
-    const float ov = gpu_shfl_xor(best, m);
-    const long long oi = gpu_shfl_xor(bi, m);
-    if (ov > best || (ov == best && oi < bi)) {
-      best = ov;
-      bi = oi;
-    }
     mx = fmaxf(mx, gpu_shfl_xor(mx, m));
     mn = fminf(mn, gpu_shfl_xor(mn, m));
   }
+  argmax_warp(best, bi);
   if (lane == 0) {
     sm.warp_best[warp] = best;
     sm.warp_idx[warp] = bi;
@@ -481,12 +474,7 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   mx = sm.warp_max[0];
   mn = sm.warp_min[0];
   for (int w = 1; w < kNW; ++w) {
-    const float ov = sm.warp_best[w];
-    const long long oi = sm.warp_idx[w];
-    if (ov > best || (ov == best && oi < bi)) {
-      best = ov;
-      bi = oi;
-    }
+    argmax_merge(best, bi, sm.warp_best[w], sm.warp_idx[w]);
     mx = fmaxf(mx, sm.warp_max[w]);
     mn = fminf(mn, sm.warp_min[w]);
   }
@@ -516,11 +504,7 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
     u64 acc = 0;
     for (int64_t j0 = tid; j0 < V; j0 += int64_t(kLoads) * kThreads) {
       float ls[kLoads];
-#pragma unroll
-      for (int u = 0; u < kLoads; ++u) {
-        const int64_t j = j0 + int64_t(u) * kThreads;
-        ls[u] = j < V ? row[j] : 0.f;
-      }
+      load_ahead(ls, row, j0, V, kThreads);
 #pragma unroll
       for (int u = 0; u < kLoads; ++u) {
         const int64_t j = j0 + int64_t(u) * kThreads;
