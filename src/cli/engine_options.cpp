@@ -45,8 +45,7 @@ EngineConfig engine_config(const EngineOptions& o) {
   if (o.enable_prefix_caching) c.enable_prefix_caching = true;
   if (o.async_scheduling && o.no_async_scheduling)
     PL_THROW("--async-scheduling and --no-async-scheduling contradict each other");
-  // CPU ops run when launched, so a step scheduled ahead gains nothing there.
-  c.async_scheduling = o.async_scheduling || (!o.no_async_scheduling && c.device.rfind("cpu", 0) != 0);
+  if (o.async_scheduling || o.no_async_scheduling) c.async_scheduling = o.async_scheduling;
   return c;
 }
 

@@ -17,7 +17,7 @@ struct EngineOptions {
   EngineConfig cfg;
   bool enable_prefix_caching = false;
   bool disable_prefix_caching = false;
-  bool async_scheduling = false, no_async_scheduling = false;  // neither: on for GPUs, off on the CPU
+  bool async_scheduling = false, no_async_scheduling = false;  // neither: the engine's default
 };
 
 void add_engine_options(CLI::App* cmd, EngineOptions& o);

@@ -72,31 +72,34 @@ PendingSample BatchSampler::launch(const Tensor& logits, std::span<const SampleR
   if (p.op_rows.empty()) return p;
 
   // Op rows: one upload of [params B x 12 | offsets B + 1 | entries N x 3], one op, B ids back.
+  // The adjustment entries first (their count sizes the buffer), then the rows' parameters
+  // written straight into the staging buffer.
   std::vector<int32_t> entries;
-  std::vector<int32_t> head(size_t(B) * (kSampleParamWords + 1) + 1);
-  int32_t* offsets = head.data() + B * kSampleParamWords;
+  std::vector<int32_t> first_entry(size_t(B) + 1);
+  for (int64_t i = 0; i < B; ++i) {
+    first_entry[size_t(i)] = int32_t(entries.size() / kSampleAdjWords);
+    if (rows[size_t(i)].params->logprobs < 0) append_sample_adjustments(rows[size_t(i)], entries);
+  }
+  const int64_t n_adj = int64_t(entries.size()) / kSampleAdjWords;
+  first_entry[size_t(B)] = int32_t(n_adj);
+  const size_t head = size_t(B) * kSampleParamWords + first_entry.size(), words = head + entries.size();
+  const StagingBuffer up = params_.acquire(words * sizeof(int32_t));
+  int32_t* w = static_cast<int32_t*>(up.data);
   for (int64_t i = 0; i < B; ++i) {
     const SampleRow& row = rows[size_t(i)];
     SampleRowParams rp;
-    offsets[i] = int32_t(entries.size() / kSampleAdjWords);
     if (row.params->logprobs >= 0) {
       rp.flags = kSampleSkipRow;
     } else {
       rp = sample_row_params(row);
-      append_sample_adjustments(row, entries);
       // What sample_token does with the state that does not depend on the token drawn.
       ++row.state->counter;
       ++row.state->num_output;
     }
-    std::memcpy(head.data() + i * kSampleParamWords, &rp, sizeof rp);
+    std::memcpy(w + i * kSampleParamWords, &rp, sizeof rp);
   }
-  const int64_t n_adj = int64_t(entries.size()) / kSampleAdjWords;
-  offsets[B] = int32_t(n_adj);
-  const size_t words = head.size() + entries.size();
-  const StagingBuffer up = params_.acquire(words * sizeof(int32_t));
-  int32_t* w = static_cast<int32_t*>(up.data);
-  std::copy(head.begin(), head.end(), w);
-  std::copy(entries.begin(), entries.end(), w + head.size());
+  std::copy(first_entry.begin(), first_entry.end(), w + B * kSampleParamWords);
+  std::copy(entries.begin(), entries.end(), w + head);
   Tensor all;
   if (host) {
     all = Tensor::view_of(w, DType::I32, {int64_t(words)});  // the op reads the staging buffer in place

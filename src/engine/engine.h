@@ -93,8 +93,10 @@ struct EngineConfig {
   std::vector<int> cuda_graph_batch_sizes;
   bool disable_cuda_graph = false;
   // Schedule and launch decode step n + 1 before step n's tokens are read back, so the host's
-  // work between steps overlaps the device's (engine_loop.cpp says when a step qualifies).
-  bool async_scheduling = false;
+  // work between steps overlaps the device's (engine_loop.cpp says when a step qualifies). Unset:
+  // on where the device runs work asynchronously (GPUs); the CPU runs each op at its launch, so
+  // nothing would overlap there.
+  std::optional<bool> async_scheduling;
   uint64_t seed = 0;
 };
 

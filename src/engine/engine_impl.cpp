@@ -38,6 +38,7 @@ void EngineImpl::load(const EngineConfig& cfg) {
   register_builtin_backends();
   device_ = BackendRegistry::instance().device(cfg.device);
   ctx_ = std::make_unique<OpContext>(*device_);
+  async_scheduling_ = cfg.async_scheduling.value_or(device_->kind() != DeviceKind::CPU);
   ModelLoadOptions lo;
   lo.path = cfg.model_path;
   lo.load_format = cfg.load_format;

@@ -95,6 +95,7 @@ class EngineImpl final : public Engine {
   std::unordered_map<RequestId, SeqState*> seqs_;
   RequestId next_seq_id_ = 1;
   EngineStats loop_stats_;
+  bool async_scheduling_ = false;         // EngineConfig::async_scheduling, resolved for the device
   std::optional<StepInFlight> inflight_;  // async scheduling: a step launched, not yet read back
   std::thread thread_;
 };

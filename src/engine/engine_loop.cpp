@@ -181,7 +181,7 @@ void EngineImpl::step(Outputs& outs) {
   }
   std::optional<StepInFlight> f = launch_step(std::move(out), nullptr, outs);
   if (!f) return;
-  if (cfg_.async_scheduling) inflight_ = std::move(f);
+  if (async_scheduling_) inflight_ = std::move(f);
   else finish_step(*f, outs);
 }
 
@@ -190,7 +190,7 @@ void EngineImpl::step(Outputs& outs) {
 // preempted for blocks, and no request's next draw depends on step n's token on the host
 // (penalties, logprobs) or waits for it to start its n > 1 siblings.
 bool EngineImpl::can_schedule_ahead(const StepInFlight& f) const {
-  if (!cfg_.async_scheduling) return false;
+  if (!async_scheduling_) return false;
   const Scheduler& sc = *scheduler_;
   const size_t n = f.rows.size();
   if (sc.steps_in_flight() != 1 || n == 0 || n != f.out.scheduled.size() || n != sc.running().size()) return false;

@@ -49,9 +49,8 @@ struct Request {
   int num_preemptions = 0;
   uint64_t arrival = 0;         // admission order key, set by add_request
   // Async scheduling (Scheduler::add_output_placeholders): outputs appended as kPlaceholderToken
-  // before their step's token is known, and steps in flight that will sample this request.
+  // before their step's token is known.
   int num_placeholders = 0;
-  int num_inflight_samples = 0;
 
   int num_prompt_tokens() const { return num_prompt_tokens_; }
   int num_tokens() const { return static_cast<int>(all_token_ids_.size()); }

@@ -165,7 +165,6 @@ SchedulerOutput Scheduler::schedule() {
     s.token_ids.assign(toks.begin(), toks.end());
     s.block_table = kv_.block_table(r.id);
     s.sample = s.start_position + p.num_tokens == r.num_tokens();
-    if (s.sample) ++r.num_inflight_samples;
     s.state_slot = slots_.slot_of(r.id).value_or(-1);
     // Advanced now (as in vLLM v1) so the next step sees these tokens as computed.
     r.num_computed_tokens += p.num_tokens;
@@ -242,10 +241,6 @@ std::vector<std::shared_ptr<Request>> Scheduler::update_from_output(
       finished.push_back(std::move(r));
     }
   }
-  for (const ScheduledRequest& s : out.scheduled) {
-    auto it = requests_.find(s.id);
-    if (s.sample && it != requests_.end()) --it->second->num_inflight_samples;
-  }
   if (!out.scheduled.empty() && steps_in_flight_ > 0) --steps_in_flight_;
   for (auto [id, status] : deferred_finishes_) {
     auto it = requests_.find(id);
@@ -254,14 +249,15 @@ std::vector<std::shared_ptr<Request>> Scheduler::update_from_output(
     finish_now(*it->second, status);
   }
   deferred_finishes_.clear();
-  // A request that reached its last token but got no sample would never be scheduled again
-  // (unless a step still in flight samples it).
-  for (const ScheduledRequest& s : out.scheduled) {
-    auto it = requests_.find(s.id);
-    if (s.sample && it != requests_.end() && it->second->num_inflight_samples == 0)
-      PL_CHECK(it->second->num_computed_tokens < it->second->num_tokens(),
-               "request {}: the step asked for a sample but none was given", s.id);
-  }
+  // A request that reached its last token but got no sample would never be scheduled again.
+  // Checked once no step is in flight: a later step may still sample it (async scheduling).
+  if (steps_in_flight_ == 0)
+    for (const ScheduledRequest& s : out.scheduled) {
+      auto it = requests_.find(s.id);
+      if (s.sample && it != requests_.end())
+        PL_CHECK(it->second->num_computed_tokens < it->second->num_tokens(),
+                 "request {}: the step asked for a sample but none was given", s.id);
+    }
   return finished;
 }
 

@@ -19,7 +19,7 @@ struct EngineRun {
   EngineStats stats;
 };
 
-EngineRun run(EngineConfig cfg, bool async, const std::function<std::vector<RequestInput>(Engine&)>& make) {
+EngineRun run(EngineConfig cfg, std::optional<bool> async, const std::function<std::vector<RequestInput>(Engine&)>& make) {
   cfg.async_scheduling = async;
   auto e = Engine::create(cfg);
   Collector c;
@@ -27,7 +27,7 @@ EngineRun run(EngineConfig cfg, bool async, const std::function<std::vector<Requ
   EngineRun r;
   r.results = c.wait();
   r.stats = e->stats();
-  EXPECT_EQ(r.stats.num_free_kv_blocks, r.stats.num_kv_blocks) << (async ? "async" : "sync");
+  EXPECT_EQ(r.stats.num_free_kv_blocks, r.stats.num_kv_blocks) << (async.value_or(false) ? "async" : "sync or default");
   return r;
 }
 
@@ -84,6 +84,10 @@ TEST(AsyncScheduling, SameTokensAsTheSynchronousLoop) {
   ASSERT_EQ(async.results[6][0].ids.size(), 4u);
   EXPECT_EQ(async.results[6][0].reason, FinishReason::Stop);
   EXPECT_EQ(async.results[4][0].reason, FinishReason::Stop);
+  // Left unset, the CPU keeps the synchronous loop (its ops run at launch: nothing to overlap).
+  const EngineRun dflt = run(small_config(), std::nullopt, mixed);
+  expect_same(sync, dflt);
+  EXPECT_EQ(dflt.stats.steps_ahead, 0);
 }
 
 TEST(AsyncScheduling, HybridAndMoeModels) {
@@ -104,8 +108,8 @@ TEST(AsyncScheduling, HybridAndMoeModels) {
       }
       return ins;
     };
-    const EngineRun sync = run(cfg, false, make), async = run(cfg, true, make);
     SCOPED_TRACE(name);
+    const EngineRun sync = run(cfg, false, make), async = run(cfg, true, make);
     expect_same(sync, async);
     EXPECT_GT(async.stats.steps_ahead, 0);
   }
@@ -153,15 +157,14 @@ TEST(AsyncScheduling, AbortWhileAStepIsInFlight) {
   std::atomic<uint64_t> victim{0};
   std::atomic<bool> fired{false};
   int seen = 0;
+  victim = c.submit(*e, greedy(prompts[1], 200));  // before request 0 can call back
   RequestInput first = greedy(prompts[0], 30);
-  const uint64_t id0 = e->add_request(first, [&](const RequestOutput& o) {
+  e->add_request(first, [&](const RequestOutput& o) {
     seen += int(o.token_ids.size());
     if (seen >= 5 && !fired.exchange(true)) e->abort(victim.load());
   });
-  victim = c.submit(*e, greedy(prompts[1], 200));
   for (size_t i = 2; i < prompts.size(); ++i) c.submit(*e, greedy(prompts[i], 40));
   const auto got = c.wait();
-  (void)id0;
   EXPECT_TRUE(fired.load());
   ASSERT_EQ(got[0][0].reason, FinishReason::Abort);
   EXPECT_LT(got[0][0].ids.size(), 200u);
