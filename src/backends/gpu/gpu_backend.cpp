@@ -18,6 +18,7 @@ void register_gpu_backend() {
   gpu::register_matmul_lt_tuned_kernels();
   gpu::register_batched_matmul_kernels();
   gpu::register_gemv_kernels();
+  gpu::register_gemv_preload_kernels();
   gpu::register_attention_kernels();
   gpu::register_qk_norm_rope_kv_write_kernels();
   gpu::register_moe_kernels();

@@ -14,6 +14,7 @@ void register_matmul_kernels();
 void register_matmul_lt_tuned_kernels();  // matmul_lt_tuned.cpp: MATMUL at decode sizes, algorithm chosen by timing (cuBLASLt)
 void register_batched_matmul_kernels();  // batched_matmul.cpp: BATCHED_MATMUL (strided-batched BLAS)
 void register_gemv_kernels();
+void register_gemv_preload_kernels();  // gemv_preload.cu: MATMUL at M = 1 with every weight in flight before the wait (NVIDIA only)
 void register_attention_kernels();
 void register_qk_norm_rope_kv_write_kernels();  // qk_norm_rope_kv_write.cu: q/k norm + RoPE + KV write, one launch
 void register_moe_kernels();  // moe.cu: MoE routing, permute, combine

@@ -44,11 +44,20 @@ const Shape kShapes[] = {{1, 13, 7, false}, {2, 64, 96, true}, {3, 100, 200, fal
                          // choice (gpu.matmul_lt_tuned times 40 and reuses its algorithm at 37).
                          {40, 256, 512, false}, {37, 256, 512, true}};
 
+// Decode projections at batch 1 for GPU kernels that hold all of W on the chip
+// (gpu.gemv_preload): Qwen3-30B-A3B's o_proj (taken when PORTLLM_GEMV_PRELOAD_MAX_KB allows), a
+// bias and a one-row last block, and 3 and 4 row tiles per block on the H200's units. 16-bit
+// weights only: the CPU kernels take none of them.
+const Shape kDecodeShapes[] = {{1, 2048, 4096, false}, {1, 1000, 2048, true}, {1, 4960, 256, true},
+                               {1, 7936, 128, false}};
+
 std::vector<OpCase> matmul_cases(DType act) {
   std::vector<OpCase> v;
   for (DType wt : {DType::F32, DType::BF16, DType::F16}) {
     if (act != DType::F32 && wt != act) continue;  // GPU GEMMs take matching operand dtypes
     for (const Shape& s : kShapes) v.push_back(matmul_case(act, wt, s, 0));
+    if (wt == act && wt != DType::F32)
+      for (const Shape& s : kDecodeShapes) v.push_back(matmul_case(act, wt, s, 0));
   }
   return v;
 }
