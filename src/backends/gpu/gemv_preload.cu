@@ -10,7 +10,7 @@
 // from shared memory on the tensor cores (m16n8k16, x in every column of B).
 //
 // Where it pays (H200, `bench latency` batch 1, same binary, PORTLLM_DISABLE_KERNELS=gpu.gemv_preload
-// for the other figure): Qwen3-0.6B 0.72 against 0.81 ms (its o_proj, 4 MB, and down_proj, 6 MB),
+// for the other figure): Qwen3-0.6B 0.71-0.72 against 0.81 ms (its o_proj, 4 MB, and down_proj, 6 MB),
 // DeepSeek-V2-Lite 2.72-2.73 against 2.75-2.76 (kv_a_proj, 2.4 MB). Where it does not: large W
 // take most of a compute unit's shared memory per block, and there it lost everywhere, with
 // cp.async or bulk copies alike (Qwen3-30B-A3B's 16.8 MB o_proj 2.95 against 2.85 ms per step,
@@ -230,10 +230,9 @@ void gemv_preload(const MatmulArgs& a, Stream& s) {
   check_launch("gemv_preload");
 }
 
-// M = 1, matching bf16/f16 operands in 16-byte vectors (the engine's weights and activations; the
-// launcher sees only pointers, so the check is on the descriptor's layout bits below), and a W
-// whose every byte the plan puts in flight. Larger W (the LM head, Qwen3-8B's gate_up and down)
-// stream through gemv.cu.
+// M = 1, matching bf16/f16 operands, and a W inside the plan's bounds; the others (the LM head,
+// the 8B models' projections, Qwen3-30B-A3B's o_proj) stream through gemv.cu. The descriptor
+// carries no strides: run() hands views that are not rows of 16-byte vectors to gemv.cu.
 bool supports(const OpDesc& d, const DeviceCaps& c) {
   const DType x = d.dtype[0], w = d.dtype[1];
   if (c.vendor != "nvidia" || c.arch < 80 || d.dim[0] != 1 || x != w || (x != DType::BF16 && x != DType::F16) ||
