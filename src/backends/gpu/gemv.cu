@@ -255,13 +255,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kNorm>)
         if (n >= N) continue;
         float v = acc[m][r];
         for (int s2 = 1; s2 < split; ++s2) v += part[warp + s2][m][r];
-        float b = 0.f;
-        if (bias) {
-          if (bias_t == DType::F32) b = static_cast<const float*>(bias)[n];
-          else if (bias_t == DType::BF16) b = gpu_bf16_to_f32(static_cast<const gpu_bf16*>(bias)[n]);
-          else b = gpu_half_to_f32(static_cast<const gpu_half*>(bias)[n]);
-        }
-        out[int64_t(m) * out_ld + n] = cvt<TO>(v + b);
+        out[int64_t(m) * out_ld + n] = cvt<TO>(v + bias_value(bias, bias_t, n));
       }
     }
   }

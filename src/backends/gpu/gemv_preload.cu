@@ -193,13 +193,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int r = tid; r < nr; r += kThreads) {
     float s = 0.f;
     for (int i = 0; i < kWarps; ++i) s += red[r * kWarps + i];
-    const int64_t n = n0 + r;
-    if (bias) {
-      if (bias_t == DType::F32) s += static_cast<const float*>(bias)[n];
-      else if (bias_t == DType::BF16) s += gpu_bf16_to_f32(static_cast<const gpu_bf16*>(bias)[n]);
-      else s += gpu_half_to_f32(static_cast<const gpu_half*>(bias)[n]);
-    }
-    out[n] = cvt<TO>(s);
+    out[n0 + r] = cvt<TO>(s + bias_value(bias, bias_t, n0 + r));
   }
 }
 

@@ -73,6 +73,14 @@ template <> __device__ __forceinline__ void unpack8<gpu_half>(const uint4& v, fl
 
 template <class T> struct Tag { using type = T; };
 
+// Element n of an optional bias vector of dtype t (f32, bf16 or f16) as float; 0 without one.
+__device__ __forceinline__ float bias_value(const void* bias, DType t, int64_t n) {
+  if (!bias) return 0.f;
+  if (t == DType::F32) return static_cast<const float*>(bias)[n];
+  if (t == DType::BF16) return gpu_bf16_to_f32(static_cast<const gpu_bf16*>(bias)[n]);
+  return gpu_half_to_f32(static_cast<const gpu_half*>(bias)[n]);
+}
+
 // Calls fn(Tag<T>{}) with T the device type of a float dtype (f32, bf16, f16).
 template <class Fn>
 void dispatch_float(DType t, Fn&& fn) {
