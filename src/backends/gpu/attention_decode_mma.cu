@@ -533,8 +533,8 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
 // for measuring.
 int split_keys() {
   static const int v = [] {
-    const char* e = std::getenv("PORTLLM_ATTN_SPLIT_KEYS");
-    return e && std::atoi(e) > 0 ? std::atoi(e) : 256;
+    const int k = env_int("PORTLLM_ATTN_SPLIT_KEYS", 256);
+    return k > 0 ? k : 256;
   }();
   return v;
 }
@@ -554,10 +554,7 @@ bool early_tiles() {
 // exposed launch costs). PORTLLM_ATTN_TRIGGER_KEYS overrides it (read once), for measuring: 0 is
 // always at exit.
 int early_trigger_keys() {
-  static const int v = [] {
-    const char* e = std::getenv("PORTLLM_ATTN_TRIGGER_KEYS");
-    return e && *e ? std::max(0, std::atoi(e)) : 1024;
-  }();
+  static const int v = std::max(0, env_int("PORTLLM_ATTN_TRIGGER_KEYS", 1024));
   return v;
 }
 

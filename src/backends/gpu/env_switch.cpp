@@ -19,4 +19,9 @@ int env_switch(const char* var, std::initializer_list<const char*> words, int un
   PL_THROW("{}={}: expected one of {}", var, v, list);
 }
 
+int env_int(const char* var, int unset) {
+  const char* v = std::getenv(var);
+  return v && *v ? std::atoi(v) : unset;
+}
+
 }  // namespace portllm::gpu

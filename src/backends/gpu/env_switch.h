@@ -1,4 +1,5 @@
-// A PORTLLM_* environment switch that takes one of a few words (PORTLLM_W8A8, PORTLLM_GEMM_TUNE).
+// PORTLLM_* environment knobs of the GPU kernels: a switch that takes one of a few words
+// (PORTLLM_W8A8, PORTLLM_GEMM_TUNE), and an integer (PORTLLM_ATTN_SPLIT_KEYS).
 #pragma once
 #include <initializer_list>
 
@@ -7,5 +8,8 @@ namespace portllm::gpu {
 // The index in `words` of the variable's value; `unset` when the variable is unset or empty.
 // Any other value throws, naming the variable and the words it takes.
 int env_switch(const char* var, std::initializer_list<const char*> words, int unset);
+
+// A PORTLLM_* integer knob (atoi of its value); `unset` when the variable is unset or empty.
+int env_int(const char* var, int unset);
 
 }  // namespace portllm::gpu

@@ -24,8 +24,8 @@
 // block that finds no room would load its rows only after the attention ends (4 left free: Qwen3-8B
 // 4.48 against 4.34 ms with 8, before the 64 KB bound).
 #include <algorithm>
-#include <cstdlib>
 
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
 #include "backends/gpu/programmatic_launch.cuh"
@@ -53,13 +53,14 @@ constexpr size_t kStaticSmem = 1024;
 // projections on it, a step took 3.68 against 3.62 ms.
 constexpr int64_t kMinBytes = int64_t(1) << 20;
 
-int env_int(const char* var, int fallback) {
-  const char* e = std::getenv(var);
-  return e && *e ? std::atoi(e) : fallback;
-}
 // Compute units left to the kernels this one overlaps (PORTLLM_GEMV_PRELOAD_FREE_UNITS, read once).
 int free_units() {
   static const int v = std::max(0, env_int("PORTLLM_GEMV_PRELOAD_FREE_UNITS", 8));
+  return v;
+}
+// Whether a launch keeps its blocks on separate compute units (PORTLLM_GEMV_PRELOAD_ONE_PER_UNIT, read once).
+bool one_per_unit() {
+  static const bool v = env_int("PORTLLM_GEMV_PRELOAD_ONE_PER_UNIT", 1) != 0;
   return v;
 }
 // The most shared memory a block may take (PORTLLM_GEMV_PRELOAD_MAX_KB, read once).
@@ -89,8 +90,7 @@ Plan plan_for(int64_t N, int64_t K, const DeviceCaps& c) {
   // One block per compute unit: a launch asks for more than half of a unit's shared memory, so no
   // two blocks share a unit's load bandwidth while others sit idle. Packed as the device pleased
   // (PORTLLM_GEMV_PRELOAD_ONE_PER_UNIT=0), Qwen3-0.6B took 0.77 against 0.71 ms per step.
-  static const bool one_per_unit = env_int("PORTLLM_GEMV_PRELOAD_ONE_PER_UNIT", 1) != 0;
-  if (one_per_unit) p.launch_smem = std::max(p.smem, std::min(cap, c.shared_mem_per_block_optin / 2 + 1024));
+  if (one_per_unit()) p.launch_smem = std::max(p.smem, std::min(cap, c.shared_mem_per_block_optin / 2 + 1024));
   else p.launch_smem = p.smem;
   return p;
 }
