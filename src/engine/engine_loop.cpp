@@ -260,11 +260,11 @@ void EngineImpl::finish_step(StepInFlight& f, Outputs& outs) {
   auto t = Clock::now();
   // A sequence finished since the launch (an abort taken from the inbox meanwhile) may be gone:
   // its row is read but its sampler state is not touched, and its token goes nowhere.
-  std::vector<bool> alive(f.rows.size());
+  std::vector<SeqState*> alive(f.rows.size(), nullptr);  // null: gone or finished
   for (size_t i = 0; i < f.rows.size(); ++i) {
     auto it = seqs_.find(f.rows[i]);
-    alive[i] = it != seqs_.end() && !it->second->finished;
-    if (!alive[i]) f.sample.rows[i].state = nullptr;
+    if (it != seqs_.end() && !it->second->finished) alive[i] = it->second;
+    else f.sample.rows[i].state = nullptr;
   }
   std::vector<SampleResult> results;
   try {
@@ -285,8 +285,8 @@ void EngineImpl::finish_step(StepInFlight& f, Outputs& outs) {
   for (const auto& r : finished) fin.emplace(r->id, r->status);
   std::vector<SeqState*> rows;
   for (size_t i = 0; i < f.rows.size(); ++i) {
-    if (!alive[i]) continue;
-    SeqState* s = seqs_.at(f.rows[i]);
+    SeqState* s = alive[i];
+    if (!s || s->finished) continue;  // finished meanwhile: a sibling's error ends its samples too
     rows.push_back(s);
     auto it = fin.find(f.rows[i]);
     on_token(*s, results[i], it == fin.end() ? std::nullopt : std::optional<RequestStatus>(it->second), outs);
