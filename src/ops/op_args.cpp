@@ -81,6 +81,16 @@ OpDesc AddRmsNormMatmulArgs::desc() const {
   return d;
 }
 
+OpDesc MatmulAddRmsNormArgs::desc() const {
+  auto d = make(Op::MATMUL_ADD_RMS_NORM, residual.dtype, w.dtype, h.dtype);
+  d.dtype[3] = norm_weight.dtype;
+  d.dim[0] = x.size(0);
+  d.dim[1] = w.size(0);
+  d.dim[2] = w.size(1);
+  d.flags = bias.defined() ? 2u : 0u;
+  return d;
+}
+
 OpDesc QkNormRopeKvWriteArgs::desc() const {
   auto d = make(Op::QK_NORM_ROPE_KV_WRITE, q.dtype, q_norm.defined() ? q_norm.dtype : q.dtype, k_cache.dtype);
   d.dim[0] = q.size(-1);

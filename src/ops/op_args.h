@@ -124,6 +124,27 @@ struct AddRmsNormMatmulArgs {
   OpDesc desc() const;
 };
 
+// A sub-layer's last projection followed by the residual add and the next RMSNorm, as one op: at
+// decode that norm is a launch for a few KB of work, and its place on the chain (the GEMV before it
+// ends, it waits, reduces, the next GEMV waits) costs more than its work. The GEMV's last block
+// to finish runs it instead. Defined as
+//   y         = x @ W^T (+ bias)                                  (MATMUL's rounding, not stored)
+//   residual += y; h = rmsnorm(residual) * (weight_offset + w)    (ADD_RMS_NORM's, in place)
+// W is a weight (read before the predecessor kernel finishes, as MatmulArgs says). dtype[0] = act
+// (x, residual, h), dtype[1] = W, dtype[3] = norm weight; dim[0] = M, dim[1] = N, dim[2] = K;
+// flags bit1 = bias.
+struct MatmulAddRmsNormArgs {
+  Tensor x;            // [M, K]
+  Tensor w;            // [N, K], float weights
+  Tensor bias;         // [N] or undefined
+  Tensor residual;     // [M, N] in/out
+  Tensor norm_weight;  // [N]
+  float eps = 1e-6f;
+  float weight_offset = 0.f;
+  Tensor h;  // [M, N]
+  OpDesc desc() const;
+};
+
 // out[b] = x[b] @ W[b]^T for b < B: out [B, M, N], x [B, M, K], W [B, N, K], each a 3-D view
 // with a contiguous last dim and arbitrary batch and row strides (MLA absorbs W_UK / W_UV per
 // head this way: the batch is the head, a column or row offset inside one fused tensor).

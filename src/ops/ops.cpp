@@ -58,6 +58,13 @@ bool add_rms_norm_matmul(OpContext& ctx, const AddRmsNormMatmulArgs& a) {
   return true;
 }
 
+bool matmul_add_rms_norm(OpContext& ctx, const MatmulAddRmsNormArgs& a) {
+  const OpDesc d = a.desc();
+  if (!has_fast_kernel(ctx, d)) return false;
+  run(ctx, d, a);
+  return true;
+}
+
 void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w) {
   BatchedMatmulArgs a{out, x, w};
   run(ctx, a.desc(), a);

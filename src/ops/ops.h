@@ -46,6 +46,9 @@ void matmul_silu_mul(OpContext& ctx, const Tensor& out, const Tensor& x, const T
 // caller then runs ADD_RMS_NORM in place and the projection (model/layers/normed_input.h), which
 // beats the op's literal composition (ADD into a second buffer, RMS_NORM, the projection).
 bool add_rms_norm_matmul(OpContext& ctx, const AddRmsNormMatmulArgs& a);
+// MatmulAddRmsNormArgs: the fused kernel where the device has one (returns true), else nothing runs
+// and it returns false (the caller then runs the projection and ADD_RMS_NORM).
+bool matmul_add_rms_norm(OpContext& ctx, const MatmulAddRmsNormArgs& a);
 // out[b] = x[b] @ W[b]^T over 3-D strided views (BatchedMatmulArgs).
 void batched_matmul(OpContext& ctx, const Tensor& out, const Tensor& x, const Tensor& w);
 void kv_write(OpContext& ctx, const KvWriteArgs& args);

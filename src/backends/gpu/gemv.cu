@@ -16,8 +16,14 @@
 // j + I of the merged gate_up weight, and silu(gate) * up as the epilogue: the SILU_MUL launch of a
 // decode step disappears. Both products are rounded to the activation dtype first, as MATMUL's
 // output would be before SILU_MUL reads it.
+//
+// MATMUL_ADD_RMS_NORM (Form::AddNorm, NVIDIA builds) is the same stream with each output added
+// into the residual stream by the thread that finished it; the last block to finish, found by an
+// atomic counter, then normalizes the whole row into h: the ADD_RMS_NORM launch that sat on the
+// chain between two GEMVs (its wait, its reads, the next GEMV's wait) becomes a block's tail.
 #include <algorithm>
 #include <cstdlib>
+#include <stdexcept>
 
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
@@ -44,7 +50,84 @@ constexpr int kNormWPre = 2;
 // at most 3 blocks per SM (see supports_norm), where a fourth and fifth would hold no block anyway.
 // Bounding the norm form to 48 registers spilled and measured slower (Qwen3-30B-A3B batch 1: 3.09
 // against 2.96 ms per step).
-template <int M, bool kNorm> constexpr int kMinBlocks = M == 1 && !kNorm ? 5 : 3;
+enum class Form {
+  Plain,    // MATMUL, MATMUL_SILU_MUL
+  Norm,     // ADD_RMS_NORM_MATMUL: every block normalizes the row first
+  AddNorm,  // MATMUL_ADD_RMS_NORM: outputs into the residual, the last block normalizes it into h
+};
+template <int M, Form F> constexpr int kMinBlocks = M == 1 && F != Form::Norm ? 5 : 3;
+
+// Form::AddNorm's operands: the residual stream (updated in place; h goes to `out`) and the norm.
+template <class T>
+struct AddNormIn {
+  T* res = nullptr;
+  int64_t res_ld = 0;
+  const T* weight = nullptr;
+  float eps = 0.f, offset = 0.f;
+};
+
+#if !defined(PORTLLM_GPU_MUSA)
+// The arrival counter of Form::AddNorm's launches: zero when the module loads, wrapped back to 0
+// by each launch's last block (atomicInc), so graphs need no memset. One counter serves every
+// launch because two never overlap: each one's successor is a plain GEMV, which waits for it to
+// finish before it lets the next kernel start (programmatic_launch.cuh), and all run on the
+// device's main stream.
+__device__ unsigned int g_add_norm_counter;
+
+// The last block's work: rows [0, m_rows) of the residual, which every block of the launch wrote,
+// read from L2 (a line another block of this SM left in L1 would be stale), normalized into h with
+// ADD_RMS_NORM's rounding (the normalized value rounded once). Each thread keeps its vectors of
+// the row, and their norm weights, in registers from one round of loads (the norm is on the
+// chain: a second read of the row cost a second L2 round trip): rows of up to kLastVecs * 8 *
+// kThreads = 4096 values (supports(); four vectors per thread spilled at 48 registers, so wider
+// rows keep the separate ADD_RMS_NORM); N % 8 == 0.
+constexpr int kLastVecs = 2;
+template <class T>
+__device__ void add_norm_last_block(const AddNormIn<T>& a, T* h, int64_t h_ld, int m_rows, int64_t N) {
+  __shared__ float red[kWarps];
+  const int tid = int(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
+  const int64_t nv = N / 8;
+  for (int m = 0; m < m_rows; ++m) {
+    const T* row = a.res + m * a.res_ld;
+    uint4 rv[kLastVecs], wv[kLastVecs];
+#pragma unroll
+    for (int i = 0; i < kLastVecs; ++i) {
+      const int64_t v = tid + int64_t(i) * kThreads;
+      if (v < nv) {
+        rv[i] = __ldcg(reinterpret_cast<const uint4*>(row + 8 * v));
+        wv[i] = *reinterpret_cast<const uint4*>(a.weight + 8 * v);
+      }
+    }
+    float ss = 0.f;
+#pragma unroll
+    for (int i = 0; i < kLastVecs; ++i) {
+      if (tid + int64_t(i) * kThreads >= nv) break;
+      float f[8];
+      unpack8<T>(rv[i], f);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) ss += f[k] * f[k];
+    }
+    ss = warp_sum(ss);
+    if (lane == 0) red[warp] = ss;
+    __syncthreads();
+    float t = 0.f;
+    for (int i = 0; i < kWarps; ++i) t += red[i];
+    const float inv = rsqrtf(t / float(N) + a.eps);
+#pragma unroll
+    for (int i = 0; i < kLastVecs; ++i) {
+      const int64_t v = tid + int64_t(i) * kThreads;
+      if (v >= nv) break;
+      float f[8], w[8];
+      unpack8<T>(rv[i], f);
+      unpack8<T>(wv[i], w);
+#pragma unroll
+      for (int k = 0; k < 8; ++k) f[k] = f[k] * inv * (a.offset + w[k]);
+      store_vec<T, 8>(h + m * h_ld + 8 * v, f);
+    }
+    __syncthreads();  // red is reused by the next row
+  }
+}
+#endif
 
 // ADD_RMS_NORM_MATMUL's norm (kNorm): x is not read from memory; every block computes the M rows
 // h = rmsnorm(res + delta) * (offset + weight) into shared memory itself, after the wait, while its
@@ -148,11 +231,12 @@ __device__ void norm_rows(const NormIn<T>& n, int m_rows, int64_t K, T* xs, cons
   __syncthreads();
 }
 
-template <class T, class TO, int M, bool kGated, bool kNorm>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<M, kNorm>)
+template <class T, class TO, int M, bool kGated, Form kForm>
+__global__ void __launch_bounds__(kThreads, kMinBlocks<M, kForm>)
     gemv_kernel(TO* out, int64_t out_ld, const T* __restrict__ x, int64_t x_ld, const T* __restrict__ w, int64_t w_ld,
                 const void* bias, DType bias_t, int m_rows, int64_t N, int64_t K, int split, int64_t k_slice,
-                NormIn<T> norm) {
+                NormIn<T> norm, AddNormIn<T> add) {
+  constexpr bool kNorm = kForm == Form::Norm;
   __shared__ float part[kWarps][M][kRows];
   extern __shared__ __align__(16) unsigned char gemv_dyn_smem[];  // kNorm: h, [m_rows][K] of T
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -209,6 +293,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kNorm>)
   if (streams) load_w(k_first);
   uint4 nw[kNormWPre];
   if constexpr (kNorm) prefetch_norm_weight(norm, K, nw);
+  const bool finishes = lane == 0 && slice == 0;  // this thread stores the warp's outputs
   gpu_wait_for_predecessor();
   gpu_allow_successor();
   if constexpr (kNorm) {
@@ -216,6 +301,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kNorm>)
     norm_rows<T, M>(norm, m_rows, K, xs, nw);
     x = xs;
     x_ld = K;
+  }
+  // AddNorm: the residual's old values at the warp's two rows, one word per row of x, loaded now
+  // and held across the stream (used only at the end).
+  static_assert(kForm != Form::AddNorm || kRows == 2, "the epilogue's words hold two rows");
+  uint32_t res2[M];
+  if constexpr (kForm == Form::AddNorm) {
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+      res2[m] = finishes && m < m_rows && n0 < N ? *reinterpret_cast<const uint32_t*>(add.res + m * add.res_ld + n0) : 0u;
   }
   if (streams) {
     consume(k_first);
@@ -233,7 +327,40 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kNorm>)
       acc[m][r] = v;
     }
   if (split > 1) __syncthreads();
-  if (lane != 0 || slice != 0) return;
+#if !defined(PORTLLM_GPU_MUSA)
+  if constexpr (kForm == Form::AddNorm) {
+    // Each warp's two rows into the residual (MATMUL's output rounded, then the sum), then the
+    // launch's last block normalizes the whole row.
+    if (finishes) {
+#pragma unroll
+      for (int m = 0; m < M; ++m) {
+        if (m >= m_rows || n0 >= N) continue;  // N is even: both rows exist
+        float old_res[2], h[2];
+        unpack2<T>(res2[m], old_res);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          float v = acc[m][r];
+          for (int s2 = 1; s2 < split; ++s2) v += part[warp + s2][m][r];
+          h[r] = round_to<T>(old_res[r] + round_to<T>(v + bias_value(bias, bias_t, n0 + r)));
+        }
+        *reinterpret_cast<uint32_t*>(add.res + m * add.res_ld + n0) = pack2<T>(h[0], h[1]);
+      }
+      __threadfence();  // this thread's stores are visible device-wide before the block counts
+    }
+    __shared__ bool s_last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const unsigned last = gridDim.x - 1;
+      s_last = atomicInc(&g_add_norm_counter, last) == last;  // wraps to 0 for the next launch
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    add_norm_last_block<T>(add, reinterpret_cast<T*>(out), out_ld, m_rows, N);
+    return;
+  }
+#endif
+  if (!finishes) return;
 #pragma unroll
   for (int m = 0; m < M; ++m) {
     if (m >= m_rows) break;
@@ -308,12 +435,19 @@ struct NormTensors {
   float eps = 0.f, offset = 0.f;
 };
 
+// Form::AddNorm's operands (out is h).
+struct AddNormTensors {
+  const Tensor *res = nullptr, *weight = nullptr;
+  float eps = 0.f, offset = 0.f;
+};
+
 // out [M, N] (gated: N = I outputs from the 2I rows of w); x is unused with a norm (M = its rows).
-template <class T, int M, bool kGated, bool kNorm>
+template <class T, int M, bool kGated, Form kForm>
 void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const NormTensors& nt,
-            Stream& s) {
+            const AddNormTensors& at, Stream& s) {
+  constexpr bool kNorm = kForm == Form::Norm;
   const int64_t N = kGated ? w.size(0) / 2 : w.size(0), K = w.size(1);
-  const int split = choose_split(w.size(0), K, caps_of(s).num_compute_units);
+  int split = choose_split(w.size(0), K, caps_of(s).num_compute_units);
   const int64_t k_slice = ((K + split - 1) / split + kWarpSize * 8 - 1) / (kWarpSize * 8) * (kWarpSize * 8);
   const unsigned grid = unsigned(grid_blocks(w.size(0), kGated, split));
   const Tensor& rows = kNorm ? *nt.res : x;
@@ -335,26 +469,36 @@ void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
     n.offset = nt.offset;
     smem = size_t(rows.size(0) * K) * sizeof(T);
   }
-  dispatch_float(out.dtype, [&](auto to) {
+  AddNormIn<T> an;
+  if constexpr (kForm == Form::AddNorm) {
+    an.res = at.res->ptr<T>();
+    an.res_ld = at.res->strides[0];
+    an.weight = at.weight->ptr<T>();
+    an.eps = at.eps;
+    an.offset = at.offset;
+  }
+  auto go = [&](auto to) {
     using TO = typename decltype(to)::type;
-    launch_programmatic(s, gemv_kernel<T, TO, M, kGated, kNorm>, dim3(grid), dim3(kThreads), smem, out.ptr<TO>(),
+    launch_programmatic(s, gemv_kernel<T, TO, M, kGated, kForm>, dim3(grid), dim3(kThreads), smem, out.ptr<TO>(),
                         out.strides[0], static_cast<const T*>(kNorm ? nullptr : x.data), kNorm ? 0 : x.strides[0],
                         static_cast<const T*>(w.data), w.strides[0], bias.defined() ? bias.data : nullptr,
-                        bias.defined() ? bias.dtype : DType::F32, int(rows.size(0)), N, K, split, k_slice, n);
-  });
+                        bias.defined() ? bias.dtype : DType::F32, int(rows.size(0)), N, K, split, k_slice, n, an);
+  };
+  if constexpr (kForm == Form::AddNorm) go(Tag<T>{});  // h has the activation dtype
+  else dispatch_float(out.dtype, go);
 }
 
-template <bool kGated, bool kNorm>
+template <bool kGated, Form kForm>
 void launch_any(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& bias, const NormTensors& nt,
-                Stream& s) {
-  const Tensor& rows = kNorm ? *nt.res : x;
+                const AddNormTensors& at, Stream& s) {
+  const Tensor& rows = kForm == Form::Norm ? *nt.res : x;
   const int64_t M = rows.size(0);
   auto go = [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (M == 1) launch<T, 1, kGated, kNorm>(out, x, w, bias, nt, s);
-    else if (M == 2) launch<T, 2, kGated, kNorm>(out, x, w, bias, nt, s);
-    else if (M <= 4) launch<T, 4, kGated, kNorm>(out, x, w, bias, nt, s);
-    else launch<T, 8, kGated, kNorm>(out, x, w, bias, nt, s);
+    if (M == 1) launch<T, 1, kGated, kForm>(out, x, w, bias, nt, at, s);
+    else if (M == 2) launch<T, 2, kGated, kForm>(out, x, w, bias, nt, at, s);
+    else if (M <= 4) launch<T, 4, kGated, kForm>(out, x, w, bias, nt, at, s);
+    else launch<T, 8, kGated, kForm>(out, x, w, bias, nt, at, s);
   };
   if (rows.dtype == DType::BF16) go(Tag<gpu_bf16>{});
   else go(Tag<gpu_half>{});
@@ -367,7 +511,7 @@ bool vec_ok(const Tensor& x, const Tensor& w) {
 void gemv(const MatmulArgs& a, Stream& s) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
   if (!vec_ok(a.x, a.w)) return run_kernel("gpu.matmul_blas", &a, s);  // views 16-byte loads cannot take
-  launch_any<false, false>(a.out, a.x, a.w, a.bias, {}, s);
+  launch_any<false, Form::Plain>(a.out, a.x, a.w, a.bias, {}, {}, s);
   check_launch("gemv");
 }
 
@@ -384,7 +528,7 @@ void gemv_silu_mul(const MatmulSiluMulArgs& a, Stream& s) {
     run_kernel("gpu.silu_mul", &sm, s);
     return;
   }
-  launch_any<true, false>(a.out, a.x, a.w, Tensor(), {}, s);
+  launch_any<true, Form::Plain>(a.out, a.x, a.w, Tensor(), {}, {}, s);
   check_launch("gemv_silu_mul");
 }
 
@@ -412,10 +556,23 @@ void gemv_norm(const AddRmsNormMatmulArgs& a, Stream& s) {
     return gemv(mm, s);
   }
   const NormTensors nt{&a.residual, &a.x, &a.residual_out, &a.h, &a.norm_weight, a.eps, a.weight_offset};
-  if (a.gated) launch_any<true, true>(a.out, Tensor(), a.w, Tensor(), nt, s);
-  else launch_any<false, true>(a.out, Tensor(), a.w, a.bias, nt, s);
+  if (a.gated) launch_any<true, Form::Norm>(a.out, Tensor(), a.w, Tensor(), nt, {}, s);
+  else launch_any<false, Form::Norm>(a.out, Tensor(), a.w, a.bias, nt, {}, s);
   check_launch("gemv_norm");
 }
+
+#if !defined(PORTLLM_GPU_MUSA)
+// MATMUL_ADD_RMS_NORM: supports() admits only what the loads take (16-byte rows of x, W, h and the
+// residual; words of two rows), so it launches as it is.
+void gemv_add_rms_norm(const MatmulAddRmsNormArgs& a, Stream& s) {
+  if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
+  if (!vec_ok(a.x, a.w) || !vec_ok(a.residual, a.w) || !vec_ok(a.h, a.w) || !aligned16(a.norm_weight.data))
+    throw std::runtime_error("MATMUL_ADD_RMS_NORM: x, W, the residual, h and the norm weight must be 16-byte aligned rows");
+  const AddNormTensors at{&a.residual, &a.norm_weight, a.eps, a.weight_offset};
+  launch_any<false, Form::AddNorm>(a.h, a.x, a.w, a.bias, {}, at, s);
+  check_launch("gemv_add_rms_norm");
+}
+#endif
 
 // On NVIDIA only M = 1: from M = 2 cuBLAS streams W at ~4 TB/s too and this kernel loses (H200,
 // Qwen3-8B gate_up N=24576 K=4096: M=1 47.6 vs 49.6 us, M=2 59 vs 50, M=4 77 vs 50, M=8 133 vs
@@ -444,9 +601,17 @@ bool supports_norm(const OpDesc& d, const DeviceCaps& c) {
   OpDesc mm = d;
   mm.dim[1] = gated ? 2 * d.dim[1] : d.dim[1];
   if (!supports(mm, c) || d.dtype[3] != d.dtype[0] || d.dim[0] * d.dim[2] * 2 > 40 * 1024) return false;
-  const int64_t bound = forced >= 0 ? forced : int64_t(kMinBlocks<1, true>) * c.num_compute_units;
+  const int64_t bound = forced >= 0 ? forced : int64_t(kMinBlocks<1, Form::Norm>) * c.num_compute_units;
   return grid_blocks(mm.dim[1], gated, choose_split(mm.dim[1], d.dim[2], c.num_compute_units)) <= bound;
 }
+#if !defined(PORTLLM_GPU_MUSA)
+// The GEMV's shapes, the activation dtype throughout, rows of whole 16-byte vectors (the last
+// block's norm).
+bool supports_add_rms_norm(const OpDesc& d, const DeviceCaps& c) {
+  return supports(d, c) && d.dtype[2] == d.dtype[0] && d.dtype[3] == d.dtype[0] && d.dim[1] % 8 == 0 &&
+         d.dim[1] <= int64_t(kLastVecs) * 8 * kThreads;
+}
+#endif
 }  // namespace
 
 void register_gemv_kernels() {
@@ -454,6 +619,10 @@ void register_gemv_kernels() {
   register_kernel<MatmulSiluMulArgs>(Op::MATMUL_SILU_MUL, kKind, "gpu.gemv_silu_mul", 20, supports, gemv_silu_mul);
   register_kernel<AddRmsNormMatmulArgs>(Op::ADD_RMS_NORM_MATMUL, kKind, "gpu.gemv_add_rms_norm", 20, supports_norm,
                                         gemv_norm);
+#if !defined(PORTLLM_GPU_MUSA)  // the last block's L2 reads (__ldcg) are NVIDIA's; MUSA runs MATMUL + ADD_RMS_NORM
+  register_kernel<MatmulAddRmsNormArgs>(Op::MATMUL_ADD_RMS_NORM, kKind, "gpu.gemv_matmul_add_rms_norm", 20,
+                                        supports_add_rms_norm, gemv_add_rms_norm);
+#endif
 }
 
 }  // namespace portllm::gpu

@@ -55,7 +55,7 @@ struct DeepseekLayer {
   MlaAttention attn;
   FeedForward ffn_block;
   Tensor input_norm, post_norm;
-  Tensor ffn(OpContext& ctx, NormedInput& x) const { return ffn_block.forward(ctx, x); }
+  SublayerOut ffn(OpContext& ctx, NormedInput& x) const { return ffn_block.forward(ctx, x); }
 };
 
 class DeepseekModel final : public PreNormDecoderModel<DeepseekLayer> {

@@ -17,7 +17,7 @@ struct LlamaLayer {
   AttentionBlock attn;
   GatedMlp mlp;
   Tensor input_norm, post_norm;
-  Tensor ffn(OpContext& ctx, NormedInput& x) const { return mlp.forward(ctx, x); }
+  SublayerOut ffn(OpContext& ctx, NormedInput& x) const { return mlp.forward(ctx, x); }
 };
 
 class LlamaModel final : public PreNormDecoderModel<LlamaLayer> {

@@ -19,7 +19,7 @@ struct Qwen3MoeLayer {
   AttentionBlock attn;
   FeedForward ffn_block;
   Tensor input_norm, post_norm;
-  Tensor ffn(OpContext& ctx, NormedInput& x) const { return ffn_block.forward(ctx, x); }
+  SublayerOut ffn(OpContext& ctx, NormedInput& x) const { return ffn_block.forward(ctx, x); }
 };
 
 class Qwen3MoeModel final : public PreNormDecoderModel<Qwen3MoeLayer> {

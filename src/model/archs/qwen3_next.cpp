@@ -9,6 +9,7 @@
 // multi-token-prediction weights ("mtp.") of every variant.
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "model/archs/archs.h"
@@ -151,19 +152,20 @@ class Qwen3NextModel final : public Model {
     constexpr float kOne = 1.f;  // Qwen3-Next RMSNorm: x_hat * (1 + w)
     // Each sub-layer gets its norm unevaluated, as in PreNormDecoder (model/layers/decoder.h).
     ResidualStream rs(ctx, T, H);
-    Tensor delta;
+    SublayerOut delta;
     ops::embed(ctx, rs.residual, embed_, b.token_ids);
     for (size_t l = 0; l < layers_.size(); ++l) {
       const Layer& L = layers_[l];
-      NormedInput mix_in = rs.next(delta, L.input_norm, eps, kOne);
+      NormedInput mix_in = rs.next(std::move(delta), L.input_norm, eps, kOne);
       delta = L.linear ? L.gdn.forward(ctx, b, cache[l], mix_in) : L.attn.forward(ctx, b, cache[l], mix_in);
       rs.advance(ctx, mix_in);
-      NormedInput ffn_in = rs.next(delta, L.post_norm, eps, kOne);
-      delta = L.moe ? L.moe->forward(ctx, ffn_in) : L.mlp.forward(ctx, ffn_in);
+      NormedInput ffn_in = rs.next(std::move(delta), L.post_norm, eps, kOne);
+      if (L.moe) delta = L.moe->forward(ctx, ffn_in);
+      else delta = L.mlp.forward(ctx, ffn_in);
       rs.advance(ctx, ffn_in);
     }
-    ops::add_rms_norm(ctx, rs.residual, rs.h, delta, final_norm_, eps, kOne);
-    lm_head_.forward(ctx, b, rs.h, logits);
+    NormedInput final_in = rs.next(std::move(delta), final_norm_, eps, kOne);
+    lm_head_.forward(ctx, b, final_in.hidden(ctx), logits);
   }
 
  private:

@@ -114,7 +114,7 @@ LayerCacheSpec AttentionBlock::cache_spec() const {
   return s;
 }
 
-Tensor AttentionBlock::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
+SublayerOut AttentionBlock::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
   const int64_t T = x.rows();
   Tensor qkv_out = x.project(ctx, qkv);
   Tensor q = heads_view(qkv_out, 0, num_heads, head_dim);
@@ -123,7 +123,7 @@ Tensor AttentionBlock::forward(OpContext& ctx, const ForwardBatch& b, LayerCache
   ops::qk_norm_rope_kv_write(ctx, prepare_args(q, k, v, q_norm, k_norm, eps, 0.f, b, cache, cos_sin, rot_dim));
   Tensor attn = ctx.act({T, num_heads, head_dim});
   paged_attention(ctx, b, attn, q, cache.k, cache.v, scale);
-  return o.forward(ctx, attn.reshape({T, num_heads * head_dim}));
+  return SublayerOut::last_projection(ctx, o, attn.reshape({T, num_heads * head_dim}));
 }
 
 }  // namespace portllm

@@ -25,8 +25,8 @@ struct AttentionBlock {
                              const ModelConfig& cfg, bool qkv_bias, bool qk_norm);
   LayerCacheSpec cache_spec() const;
   // x: the [T, hidden] normalized input, unevaluated (the norm may run inside the qkv GEMV);
-  // returns the o_proj output [T, hidden].
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
+  // returns the o_proj output [T, hidden], o_proj left pending where it is one float matrix.
+  SublayerOut forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
 };
 
 // The rope table for a config on the device (shared by every layer that uses it).

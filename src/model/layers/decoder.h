@@ -2,10 +2,12 @@
 // layer  h = norm(residual); residual += attn(h); h = norm(residual); residual += ffn(h),  then
 // the final norm and the LM head. The residual add is fused into the next RMSNorm, and that norm
 // is handed to the sub-layer unevaluated (NormedInput), so that its first projection can run it
-// inside the GEMV. A family supplies its layer type: `attn` (cache_spec() and forward(ctx, batch,
+// inside the GEMV; a sub-layer's last projection may be handed over unevaluated too (SublayerOut),
+// for the next norm to run in its GEMV's last block where the first projection cannot take it. A family supplies its layer type: `attn` (cache_spec() and forward(ctx, batch,
 // cache, x) with x a NormedInput& or, for attention without a plain first projection (MLA), the
 // evaluated h), `ffn(ctx, x)` with x a NormedInput&, and the two norm weights.
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "model/cache_spec.h"
@@ -35,22 +37,22 @@ struct PreNormDecoder {
     const int64_t T = b.num_tokens, H = cfg.hidden_size;
     const float eps = float(cfg.rms_norm_eps);
     ResidualStream rs(ctx, T, H);
-    Tensor delta;
+    SublayerOut delta;
     ops::embed(ctx, rs.residual, embed, b.token_ids);
     for (size_t l = 0; l < layers.size(); ++l) {
       const Layer& L = layers[l];
-      NormedInput attn_in = rs.next(delta, L.input_norm, eps, 0.f);
+      NormedInput attn_in = rs.next(std::move(delta), L.input_norm, eps, 0.f);
       if constexpr (requires { L.attn.forward(ctx, b, cache[l], attn_in); })
         delta = L.attn.forward(ctx, b, cache[l], attn_in);
       else
         delta = L.attn.forward(ctx, b, cache[l], attn_in.hidden(ctx));
       rs.advance(ctx, attn_in);
-      NormedInput ffn_in = rs.next(delta, L.post_norm, eps, 0.f);
+      NormedInput ffn_in = rs.next(std::move(delta), L.post_norm, eps, 0.f);
       delta = L.ffn(ctx, ffn_in);
       rs.advance(ctx, ffn_in);
     }
-    ops::add_rms_norm(ctx, rs.residual, rs.h, delta, final_norm, eps);
-    lm_head.forward(ctx, b, rs.h, logits);
+    NormedInput final_in = rs.next(std::move(delta), final_norm, eps, 0.f);  // last block of down_proj where it can
+    lm_head.forward(ctx, b, final_in.hidden(ctx), logits);
   }
 };
 

@@ -45,7 +45,7 @@ LayerCacheSpec GatedAttention::cache_spec() const {
   return s;
 }
 
-Tensor GatedAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
+SublayerOut GatedAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
   const int64_t T = x.rows(), H = num_heads, D = head_dim;
   Tensor proj = x.project(ctx, qkv);
   Tensor q = q_or_gate(proj, 0, H, D), gate = q_or_gate(proj, 1, H, D);
@@ -55,7 +55,7 @@ Tensor GatedAttention::forward(OpContext& ctx, const ForwardBatch& b, LayerCache
   Tensor attn = ctx.act({T, H, D});
   paged_attention(ctx, b, attn, q, cache.k, cache.v, scale);
   ops::sigmoid_mul(ctx, attn, attn, gate);
-  return o.forward(ctx, attn.reshape({T, H * D}));
+  return SublayerOut::last_projection(ctx, o, attn.reshape({T, H * D}));
 }
 
 }  // namespace portllm

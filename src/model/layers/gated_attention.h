@@ -26,8 +26,8 @@ struct GatedAttention {
                              const Tensor& cos_sin, int rot_dim);
   LayerCacheSpec cache_spec() const;
   // x: the [T, hidden] normalized input, unevaluated (the norm may run inside the qkv GEMV);
-  // returns the o_proj output [T, hidden].
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
+  // returns the o_proj output [T, hidden], o_proj left pending where it is one float matrix.
+  SublayerOut forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
 };
 
 }  // namespace portllm

@@ -83,7 +83,7 @@ LayerCacheSpec GatedDeltaNet::cache_spec() const {
   return s;
 }
 
-Tensor GatedDeltaNet::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
+SublayerOut GatedDeltaNet::forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const {
   const int64_t T = x.rows(), C = conv_dim(), Vd = Hv * Dv;
   PL_CHECK(cache.state.size() == 2, "gated delta-net layer needs 2 state tensors, got {}", cache.state.size());
   // The device tensor is what kernels must have; a decode graph's batch has no host mirrors
@@ -130,7 +130,7 @@ Tensor GatedDeltaNet::forward(OpContext& ctx, const ForwardBatch& b, LayerCache&
   ops::gated_delta_rule(ctx, r);
 
   ops::gated_rms_norm(ctx, r.out, r.out, heads_view(proj, C, Hv, Dv), norm, eps);
-  return out_proj.forward(ctx, r.out.reshape({T, Vd}));
+  return SublayerOut::last_projection(ctx, out_proj, r.out.reshape({T, Vd}));
 }
 
 }  // namespace portllm

@@ -33,8 +33,9 @@ struct GatedDeltaNet {
   static GatedDeltaNet load(WeightLoader& w, const std::string& prefix, const ModelConfig& cfg, bool fused_qkvz);
   // state[0]: conv state [K-1, conv_dim]; state[1]: delta-rule state [Hv, Dk, Dv]; f32.
   LayerCacheSpec cache_spec() const;
-  // x: the normalized input, unevaluated (the norm may run inside the in_proj GEMV).
-  Tensor forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
+  // x: the normalized input, unevaluated (the norm may run inside the in_proj GEMV); out_proj is
+  // left pending where it is one float matrix.
+  SublayerOut forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
 };
 
 }  // namespace portllm

@@ -28,11 +28,11 @@ Tensor GatedMlp::forward(OpContext& ctx, const Tensor& x) const {
   return down.forward(ctx, act);
 }
 
-Tensor GatedMlp::forward(OpContext& ctx, NormedInput& x) const {
+SublayerOut GatedMlp::forward(OpContext& ctx, NormedInput& x) const {
   if (!plain_gate_up()) return forward(ctx, x.hidden(ctx));
   Tensor act = ctx.act({x.rows(), intermediate});
   x.project_silu_mul(ctx, act, gate_up.weight);
-  return down.forward(ctx, act);
+  return SublayerOut::last_projection(ctx, down, act);
 }
 
 }  // namespace portllm

@@ -13,7 +13,8 @@ struct GatedMlp {
 
   static GatedMlp load(WeightLoader& w, const std::string& prefix, int64_t hidden, int64_t intermediate);
   Tensor forward(OpContext& ctx, const Tensor& x) const;  // [T, hidden] -> [T, hidden]
-  Tensor forward(OpContext& ctx, NormedInput& x) const;   // the norm may run inside the gate_up GEMV
+  // The norm may run inside the gate_up GEMV; the down projection is left pending (SublayerOut).
+  SublayerOut forward(OpContext& ctx, NormedInput& x) const;
 
  private:
   // One float matrix without bias: MATMUL_SILU_MUL (SiLU-and-mul as the GEMM's epilogue where the

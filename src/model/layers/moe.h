@@ -56,7 +56,10 @@ struct FeedForward {
     else f.mlp = GatedMlp::load(w, prefix, spec.hidden, dense_intermediate);
     return f;
   }
-  Tensor forward(OpContext& ctx, NormedInput& x) const { return sparse ? moe.forward(ctx, x) : mlp.forward(ctx, x); }
+  SublayerOut forward(OpContext& ctx, NormedInput& x) const {
+    if (sparse) return moe.forward(ctx, x);
+    return mlp.forward(ctx, x);
+  }
 };
 
 }  // namespace portllm

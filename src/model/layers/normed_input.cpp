@@ -6,9 +6,42 @@
 
 namespace portllm {
 
+SublayerOut SublayerOut::last_projection(OpContext& ctx, const Linear& l, const Tensor& in) {
+  if (!l.single_float_matrix()) return l.forward(ctx, in);
+  SublayerOut o;
+  o.proj = &l;
+  o.proj_in = in;
+  return o;
+}
+
+const Tensor& SublayerOut::evaluate(OpContext& ctx) {
+  if (proj) {
+    delta = proj->forward(ctx, proj_in);
+    proj = nullptr;
+    proj_in = Tensor();
+  }
+  return delta;
+}
+
 const Tensor& NormedInput::hidden(OpContext& ctx) {
+  if (state_ == State::Pending && delta_.pending()) {  // the projection with the norm in its last block
+    MatmulAddRmsNormArgs a;
+    a.x = delta_.proj_in;
+    a.w = delta_.proj->weight;
+    a.bias = delta_.proj->bias;
+    a.residual = residual_;
+    a.norm_weight = weight_;
+    a.eps = eps_;
+    a.weight_offset = offset_;
+    a.h = h_;
+    if (ops::matmul_add_rms_norm(ctx, a)) {
+      delta_ = SublayerOut();
+      state_ = State::Done;
+      return h_;
+    }
+  }
   if (state_ == State::Pending && delta_.defined())
-    ops::add_rms_norm(ctx, residual_, h_, delta_, weight_, eps_, offset_);
+    ops::add_rms_norm(ctx, residual_, h_, delta_.evaluate(ctx), weight_, eps_, offset_);
   else if (state_ != State::Done)  // the first layer's input, or a residual a fused GEMV advanced
     ops::rms_norm(ctx, h_, residual_, weight_, eps_, offset_);
   state_ = State::Done;
@@ -26,7 +59,6 @@ bool NormedInput::fused(OpContext& ctx, const Tensor& w, const Tensor& bias, con
   AddRmsNormMatmulArgs a;
   a.residual = residual_;
   a.residual_out = spare_;
-  a.x = delta_;
   a.norm_weight = weight_;
   a.eps = eps_;
   a.weight_offset = offset_;
@@ -35,6 +67,8 @@ bool NormedInput::fused(OpContext& ctx, const Tensor& w, const Tensor& bias, con
   a.w = w;
   a.bias = bias;
   a.gated = gated;
+  if (!ops::has_fast_kernel(ctx, a.desc())) return false;  // checked before a pending delta is run
+  a.x = delta_.evaluate(ctx);
   if (!ops::add_rms_norm_matmul(ctx, a)) return false;
   std::swap(residual_, spare_);
   state_ = keep_h ? State::Done : State::ResidualDone;

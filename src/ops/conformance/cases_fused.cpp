@@ -158,12 +158,55 @@ std::vector<OpCase> add_rms_norm_matmul_cases(DType act) {
   }
   return v;
 }
+
+// MATMUL_ADD_RMS_NORM at a sub-layer's last projection: Qwen3-8B's o_proj (4096 x 4096) and
+// down_proj (4096 x 12288), Qwen3-0.6B's o_proj, a bias, Qwen3-Next's 1 + w, M = 2-3, a row whose
+// length is not a multiple of 8 (50), and a K the 16-byte kernel cannot take (36). The last
+// block's norm reads rows every other block wrote, so a wide N (many blocks) is the case to pass.
+std::vector<OpCase> matmul_add_rms_norm_cases(DType act) {
+  std::vector<OpCase> v;
+  struct S { int M, N, K; bool bias; float offset; };
+  const S shapes[] = {S{1, 4096, 4096, false, 0.f}, S{1, 4096, 12288, false, 0.f}, S{1, 1024, 2048, false, 0.f},
+                      S{1, 200, 1024, true, 0.f},   S{1, 64, 512, false, 1.f},      S{2, 48, 256, false, 0.f},
+                      S{3, 40, 512, false, 0.f},    S{1, 50, 64, false, 0.f},       S{1, 48, 36, false, 0.f}};
+  const double nan = std::nan("");
+  for (const S& s : shapes) {
+    CaseRng r(uint64_t(s.M * 7907 + s.N * 13 + s.K));
+    OpCase c;
+    c.op = Op::MATMUL_ADD_RMS_NORM;
+    c.name = fmt::format("M={} N={} K={}{}{}", s.M, s.N, s.K, s.bias ? " bias" : "", s.offset != 0.f ? " 1+w" : "");
+    c.tol = default_tolerance(act);
+    const double ws = 1.0 / std::sqrt(double(s.K));
+    c.tensors = {r.tensor(act, {s.M, s.K}),
+                 r.tensor(act, {s.N, s.K}, -ws, ws),
+                 s.bias ? r.tensor(act, {s.N}) : Tensor(),
+                 r.tensor(act, {s.M, s.N}, -4, 4),
+                 r.tensor(act, {s.N}, s.offset != 0.f ? -0.5 : 0.5, s.offset != 0.f ? 0.5 : 1.5),
+                 CaseRng::filled(act, {s.M, s.N}, nan)};
+    c.outputs = {3, 5};
+    c.invoke = [s](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      MatmulAddRmsNormArgs a;
+      a.x = t[0];
+      a.w = t[1];
+      a.bias = t[2];
+      a.residual = t[3];
+      a.norm_weight = t[4];
+      a.eps = 1e-6f;
+      a.weight_offset = s.offset;
+      a.h = t[5];
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
 }  // namespace
 
 void register_fused_cases() {
   register_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_cases);
   register_case_generator(Op::MATMUL_SILU_MUL, matmul_silu_mul_cases);
   register_case_generator(Op::ADD_RMS_NORM_MATMUL, add_rms_norm_matmul_cases);
+  register_case_generator(Op::MATMUL_ADD_RMS_NORM, matmul_add_rms_norm_cases);
 }
 
 }  // namespace portllm::conformance

@@ -44,6 +44,13 @@ void add_rms_norm_matmul(const AddRmsNormMatmulArgs& a, Stream& s) {
   if (a.gated) matmul_silu_mul(MatmulSiluMulArgs{a.out, h, a.w}, s);
   else run_reference(Op::MATMUL, MatmulArgs{a.out, h, a.w, a.bias, {}, 0, 0}, s);
 }
+void matmul_add_rms_norm(const MatmulAddRmsNormArgs& a, Stream& s) {
+  const int64_t M = a.x.size(0), N = a.w.size(0);
+  auto buf = std::make_shared<std::vector<char>>(size_t(M * N) * dtype_size(a.residual.dtype));
+  const Tensor y = Tensor::view_of(buf->data(), a.residual.dtype, {M, N}, DeviceKind::CPU, 0, buf);
+  run_reference(Op::MATMUL, MatmulArgs{y, a.x, a.w, a.bias, {}, 0, 0}, s);
+  run_reference(Op::ADD_RMS_NORM, AddRmsNormArgs{a.residual, a.h, y, a.norm_weight, a.eps, a.weight_offset}, s);
+}
 }  // namespace
 
 void register_fused_ref() {
@@ -54,6 +61,8 @@ void register_fused_ref() {
                                      KernelInfo::kReferencePriority, any, matmul_silu_mul);
   register_kernel<AddRmsNormMatmulArgs>(Op::ADD_RMS_NORM_MATMUL, DeviceKind::CPU, "ref.add_rms_norm_matmul",
                                         KernelInfo::kReferencePriority, any, add_rms_norm_matmul);
+  register_kernel<MatmulAddRmsNormArgs>(Op::MATMUL_ADD_RMS_NORM, DeviceKind::CPU, "ref.matmul_add_rms_norm",
+                                        KernelInfo::kReferencePriority, any, matmul_add_rms_norm);
 }
 
 }  // namespace portllm::ref
