@@ -45,16 +45,16 @@ constexpr int kUnroll = 2;
 constexpr int kMaxM = 8;
 // The norm weight vectors (16 bytes) per thread loaded before the wait: all of a 4096-wide row.
 constexpr int kNormWPre = 2;
-// Blocks per SM the registers are sized for: the plain GEMV at M = 1 needs 48 registers (5 blocks
-// of 256 threads), at larger M ~75 (3 blocks); the norm form ~80 (3 blocks), so it takes grids of
-// at most 3 blocks per SM (see supports_norm), where a fourth and fifth would hold no block anyway.
-// Bounding the norm form to 48 registers spilled and measured slower (Qwen3-30B-A3B batch 1: 3.09
-// against 2.96 ms per step).
 enum class Form {
   Plain,    // MATMUL, MATMUL_SILU_MUL
   Norm,     // ADD_RMS_NORM_MATMUL: every block normalizes the row first
   AddNorm,  // MATMUL_ADD_RMS_NORM: outputs into the residual, the last block normalizes it into h
 };
+// Blocks per SM the registers are sized for: the plain GEMV at M = 1 needs 48 registers (5 blocks
+// of 256 threads), at larger M ~75 (3 blocks); the norm form ~80 (3 blocks), so it takes grids of
+// at most 3 blocks per SM (see supports_norm), where a fourth and fifth would hold no block anyway.
+// Bounding the norm form to 48 registers spilled and measured slower (Qwen3-30B-A3B batch 1: 3.09
+// against 2.96 ms per step). The AddNorm form fits 48 too.
 template <int M, Form F> constexpr int kMinBlocks = M == 1 && F != Form::Norm ? 5 : 3;
 
 // Form::AddNorm's operands: the residual stream (updated in place; h goes to `out`) and the norm.
