@@ -84,8 +84,8 @@ __device__ unsigned int g_add_norm_counter;
 constexpr int kLastVecs = 2;
 template <class T>
 __device__ void add_norm_last_block(const AddNormIn<T>& a, T* h, int64_t h_ld, int m_rows, int64_t N) {
-  __shared__ float red[kWarps];
-  const int tid = int(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
+  __shared__ float red[32];  // block_sum's
+  const int tid = int(threadIdx.x);
   const int64_t nv = N / 8;
   for (int m = 0; m < m_rows; ++m) {
     const T* row = a.res + m * a.res_ld;
@@ -107,12 +107,7 @@ __device__ void add_norm_last_block(const AddNormIn<T>& a, T* h, int64_t h_ld, i
 #pragma unroll
       for (int k = 0; k < 8; ++k) ss += f[k] * f[k];
     }
-    ss = warp_sum(ss);
-    if (lane == 0) red[warp] = ss;
-    __syncthreads();
-    float t = 0.f;
-    for (int i = 0; i < kWarps; ++i) t += red[i];
-    const float inv = rsqrtf(t / float(N) + a.eps);
+    const float inv = rsqrtf(block_sum(ss, red) / float(N) + a.eps);
 #pragma unroll
     for (int i = 0; i < kLastVecs; ++i) {
       const int64_t v = tid + int64_t(i) * kThreads;
@@ -124,7 +119,6 @@ __device__ void add_norm_last_block(const AddNormIn<T>& a, T* h, int64_t h_ld, i
       for (int k = 0; k < 8; ++k) f[k] = f[k] * inv * (a.offset + w[k]);
       store_vec<T, 8>(h + m * h_ld + 8 * v, f);
     }
-    __syncthreads();  // red is reused by the next row
   }
 }
 #endif
