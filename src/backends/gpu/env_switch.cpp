@@ -24,4 +24,9 @@ int env_int(const char* var, int unset) {
   return v && *v ? std::atoi(v) : unset;
 }
 
+bool l2_evict_first() {
+  static const bool v = env_switch("PORTLLM_L2_EVICT_FIRST", {"0", "1"}, 1) == 1;
+  return v;
+}
+
 }  // namespace portllm::gpu

@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
 #include "backends/gpu/programmatic_launch.cuh"
@@ -229,8 +230,9 @@ template <class T, class TO, int M, bool kGated, Form kForm>
 __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kForm>)
     gemv_kernel(TO* out, int64_t out_ld, const T* __restrict__ x, int64_t x_ld, const T* __restrict__ w, int64_t w_ld,
                 const void* bias, DType bias_t, int m_rows, int64_t N, int64_t K, int split, int64_t k_slice,
-                NormIn<T> norm, AddNormIn<T> add) {
+                NormIn<T> norm, AddNormIn<T> add, bool evict_first /* W's L2 policy: load_weight16 */) {
   constexpr bool kNorm = kForm == Form::Norm;
+  const unsigned long long l2_policy = gpu_stream_policy();
   __shared__ float part[kWarps][M][kRows];
   extern __shared__ __align__(16) unsigned char gemv_dyn_smem[];  // kNorm: h, [m_rows][K] of T
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
@@ -257,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kForm>)
       const int64_t k = k0 + int64_t(u) * kStep;
 #pragma unroll
       for (int r = 0; r < kRows; ++r)
-        wv[u][r] = k < k_end ? *reinterpret_cast<const uint4*>(wr[r] + k) : make_uint4(0, 0, 0, 0);
+        wv[u][r] = k < k_end ? load_weight16(wr[r] + k, evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
     }
   };
   auto consume = [&](int64_t k0) {
@@ -476,7 +478,8 @@ void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
     launch_programmatic(s, gemv_kernel<T, TO, M, kGated, kForm>, dim3(grid), dim3(kThreads), smem, out.ptr<TO>(),
                         out.strides[0], static_cast<const T*>(kNorm ? nullptr : x.data), kNorm ? 0 : x.strides[0],
                         static_cast<const T*>(w.data), w.strides[0], bias.defined() ? bias.data : nullptr,
-                        bias.defined() ? bias.dtype : DType::F32, int(rows.size(0)), N, K, split, k_slice, n, an);
+                        bias.defined() ? bias.dtype : DType::F32, int(rows.size(0)), N, K, split, k_slice, n, an,
+                        l2_evict_first());
   };
   if constexpr (kForm == Form::AddNorm) go(Tag<T>{});  // h has the activation dtype
   else dispatch_float(out.dtype, go);

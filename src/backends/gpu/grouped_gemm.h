@@ -36,6 +36,7 @@ struct GroupedGemmParams {
   int64_t rows = 0, N = 0, K = 0;
   const int32_t* expert_offsets = nullptr;  // [E + 1] on the device, or null: one group of all rows
   int num_experts = 1;
+  bool l2_evict_first = true;  // the decode GEMV's weight loads (load_weight16); its launcher sets it
 };
 
 // Launches on s; x_t is f32/bf16/f16; out_t equals x_t, or is f32 for fp8 weights.

@@ -20,6 +20,13 @@ template <> __device__ __forceinline__ float cvt<float>(float v) { return v; }
 template <> __device__ __forceinline__ gpu_bf16 cvt<gpu_bf16>(float v) { return gpu_f32_to_bf16(v); }
 template <> __device__ __forceinline__ gpu_half cvt<gpu_half>(float v) { return gpu_f32_to_half(v); }
 
+// A 16-byte weight vector of a weight-streaming kernel (the decode GEMVs): with the evict-first L2
+// policy of the vendor header when `evict_first` (env_switch.h: l2_evict_first()), else the plain
+// load. `policy` is gpu_stream_policy(), made once per thread.
+__device__ __forceinline__ uint4 load_weight16(const void* p, bool evict_first, unsigned long long policy) {
+  return evict_first ? gpu_load_stream(p, policy) : *reinterpret_cast<const uint4*>(p);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int m = kWarpSize / 2; m > 0; m >>= 1) v += gpu_shfl_xor(v, m);

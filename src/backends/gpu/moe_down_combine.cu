@@ -41,6 +41,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/grouped_gemm.h"
 #include "backends/gpu/moe_gemv_common.cuh"
@@ -91,6 +92,7 @@ struct DownParams {
   int k = 1;
   int kc_stride = 16;    // K per staged chunk (a multiple of 16), chunks balanced over K
   bool vec_x = false;    // gate|up rows allow 16-byte loads
+  bool l2_evict_first = true;  // the weight loads' L2 policy (load_weight16)
 };
 
 // silu(g) * u exactly as pointwise.cu's SILU_MUL computes it, rounded to TX, times the slot's
@@ -108,6 +110,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
   constexpr int G = XV / 4;                 // float4 groups per load (vector path)
   constexpr int kStep = kWarpSize * V;      // K covered by one warp-wide load of a row: one step
   using Raw = std::conditional_t<kVec, uint4, TW>;
+  const unsigned long long l2_policy = gpu_stream_policy();
 
   __shared__ __align__(16) float hs[kXFloats];  // [k][kc_stride]: slot j's chunk at j * kc_stride
   __shared__ int ex_s[kMaxK];
@@ -160,7 +163,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
 #pragma unroll
     for (int r = 0; r < kRowsW; ++r) {
       const bool in = ok && rv[r];
-      if constexpr (kVec) rw[r] = in ? *reinterpret_cast<const uint4*>(src + r * p.w_ld) : make_uint4(0, 0, 0, 0);
+      if constexpr (kVec) rw[r] = in ? load_weight16(src + r * p.w_ld, p.l2_evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
       else rw[r] = in ? src[r * p.w_ld] : Raw{};
       if constexpr (kFp8) sw[r] = in ? s_e[soff[r]] : 0.f;
     }
@@ -317,6 +320,7 @@ void down_combine(const MoeDownCombineArgs& a, Stream& s) {
   if (k < 1 || k > kMaxK) fail("moe_down_combine: top_k must be in [1, 64]");
   if (T == 0 || N == 0) return;
   DownParams p;
+  p.l2_evict_first = l2_evict_first();
   p.out = a.out.data;
   p.out_ld = a.out.strides[0];
   p.gu = a.gate_up.data;

@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "backends/gpu/block_scan.cuh"
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/grouped_gemm.h"
 #include "backends/gpu/grouped_tile.cuh"
 #include "backends/gpu/moe_gemv_common.cuh"
@@ -146,6 +147,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
   constexpr int kStep = kWarpSize * V;      // K covered by one warp-wide load of a row
   constexpr int kIter = kStep * kUnroll;    // K covered per loop iteration
   using Raw = std::conditional_t<kVec, uint4, TW>;
+  const unsigned long long l2_policy = gpu_stream_policy();
 
   // The staged x; in gather mode first the per-expert counts and ids of the tile lookup (the
   // lookup ends with a barrier before anything stages x).
@@ -222,7 +224,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
         for (int r = 0; r < kRowsW; ++r) {
           const bool in = ok && rv[r];
           const TW* src = w0 + r * p.w_ld + k;
-          if constexpr (kVec) raw[u][r] = in ? *reinterpret_cast<const uint4*>(src) : make_uint4(0, 0, 0, 0);
+          if constexpr (kVec) raw[u][r] = in ? load_weight16(src, p.l2_evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
           else raw[u][r] = in ? *src : Raw{};
           if constexpr (kFp8) sc[u][r] = in ? s_e[soff[r] + sk] : 0.f;
         }
@@ -318,8 +320,10 @@ void launch_bm(const GroupedGemmParams& p, const GatherRows& gr, bool vec, Strea
   if (tiles <= 0 || slices <= 0) return;
   if (tiles > 0x7fffffff || slices > 65535) fail("grouped gemv: problem too large for the grid");
   const dim3 grid{unsigned(tiles), unsigned(slices)};
-  if (vec) launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, true>, grid, dim3(kThreads), 0, p, gr);
-  else launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, false>, grid, dim3(kThreads), 0, p, gr);
+  GroupedGemmParams q = p;
+  q.l2_evict_first = l2_evict_first();
+  if (vec) launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, true>, grid, dim3(kThreads), 0, q, gr);
+  else launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, false>, grid, dim3(kThreads), 0, q, gr);
   check_launch("grouped_gemv");
 }
 

@@ -20,7 +20,10 @@
 // kernel's value at the same address may still sit in the SM's L1.
 // A kernel may also allow its successor later than right after its wait, or not at all (then at
 // its exit): ATTN_DECODE does so for long contexts, whose reads the successor's early weight loads
-// would slow (attention_decode_mma.cu).
+// would slow (attention_decode_mma.cu). One kernel allows it before its wait:
+// QK_NORM_ROPE_KV_WRITE, whose successor, the attention, then starts while the qkv GEMV may still
+// run; so for the attention only earlier steps' writes and the step's metadata are settled before
+// its wait, which is all it reads there (qk_norm_rope_kv_write.cu: prep_trigger_early).
 //
 // Where the device has no such launch (MUSA, NVIDIA before sm_90, or PORTLLM_PDL=0), it is an
 // ordinary launch and the two device calls do nothing: one kernel source for every device.

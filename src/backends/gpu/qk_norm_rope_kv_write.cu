@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
 #include "backends/gpu/kernel_common.cuh"
 #include "backends/gpu/programmatic_launch.cuh"
@@ -48,6 +49,7 @@ struct PrepParams {
   int page;
   uint32_t hq, hk, rows;  // rows = tokens * (hq + 2 hk)
   int D;
+  bool early_trigger;  // prep_trigger_early()
 };
 
 template <class T, class TC>
@@ -57,9 +59,10 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kv_write_kernel(PrepPar
   const uint32_t per_tok = p.hq + 2 * p.hk;
   const bool lane_in = lane * N < p.D;
   const int hn = p.half / N;  // lanes per rotary half (NeoX)
-  gpu_wait_for_predecessor();  // launched programmatically: q, k, v come from the qkv projection
-  gpu_allow_successor();
-  // The loop bound is uniform over the block, so every lane reaches every shuffle.
+  // The successor may launch before this kernel's wait (early_trigger): see prep_trigger_early().
+  if (p.early_trigger) gpu_allow_successor();
+  bool waited = false;
+  // The loop bound is uniform over the block, so every lane reaches every shuffle and the wait.
   for (uint32_t base = blockIdx.x * uint32_t(rpb); base < p.rows; base += gridDim.x * uint32_t(rpb)) {
     const uint32_t r = base + uint32_t(sub);
     const bool ok = r < p.rows;
@@ -78,11 +81,9 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kv_write_kernel(PrepPar
     const bool inter_lane = p.half > 0 && p.inter && lane * N < 2 * p.half;
     const int c0 = p.inter ? lane * N / 2 : (lane & (hn - 1)) * N;  // this lane's cos/sin offset
     float x[N], w[N], c[N], sn[N];
-    if (live) load_vec<T, N>(src + lane * N, x);
-    else {
-#pragma unroll
-      for (int e = 0; e < N; ++e) x[e] = 0.f;
-    }
+    // The position, slot, norm weights and cos/sin are no kernel's output (the step's metadata and
+    // weights, programmatic_launch.cuh): on the first row they are read before the wait, so only
+    // the row's own load follows it.
     if (p.qw != nullptr && rot_row) load_vec<T, N>((kind == 0 ? p.qw : p.kw) + lane * N, w);
     if (rot_row && neox_lane) {
       load_vec<float, N>(cs + c0, c);
@@ -90,6 +91,16 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kv_write_kernel(PrepPar
     } else if (rot_row && inter_lane) {
       load_vec<float, N / 2>(cs + c0, c);
       load_vec<float, N / 2>(cs + p.half + c0, sn);
+    }
+    if (!waited) {
+      gpu_wait_for_predecessor();  // launched programmatically: q, k, v come from the qkv projection
+      if (!p.early_trigger) gpu_allow_successor();
+      waited = true;
+    }
+    if (live) load_vec<T, N>(src + lane * N, x);
+    else {
+#pragma unroll
+      for (int e = 0; e < N; ++e) x[e] = 0.f;
     }
     if (p.qw != nullptr) {
       float ss = 0.f;
@@ -127,6 +138,17 @@ __global__ void __launch_bounds__(kThreads) qk_norm_rope_kv_write_kernel(PrepPar
                         : p.vc + (blk * p.vc0 + off * p.vc1 + int64_t(h) * p.vc2);
     store_vec<TC, N>(dst + lane * N, x);
   }
+}
+
+// Whether the successor (the attention) may launch before this kernel's wait: its blocks then
+// take their compute units and read the step's metadata and earlier steps' KV tiles while the qkv
+// GEMV still drains, instead of after this kernel's wait. The attention reads, before its own
+// wait, nothing the qkv GEMV or this kernel writes, and its wait covers this kernel, which
+// finishes only after its own wait on the GEMV. PORTLLM_PREP_EARLY_TRIGGER=0: after the wait, for
+// measuring. Read once.
+bool prep_trigger_early() {
+  static const bool v = env_switch("PORTLLM_PREP_EARLY_TRIGGER", {"0", "1"}, 1) == 1;
+  return v;
 }
 
 // What the kernel takes, from the descriptor: one group of at most a warp per head row (D / N
@@ -215,6 +237,7 @@ void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream& s) {
       while (G * N < p.D) G *= 2;
       const int64_t rpb = kThreads / G;
       const unsigned grid = wave_grid(s, (int64_t(p.rows) + rpb - 1) / rpb, kThreads);
+      p.early_trigger = prep_trigger_early();
       launch_programmatic(s, qk_norm_rope_kv_write_kernel<T_, TC>, dim3(grid), dim3(kThreads), 0, p, G);
     });
   });

@@ -166,6 +166,22 @@ __device__ __forceinline__ void gpu_allow_successor() {
 // A load, before gpu_wait_for_predecessor(), of what a kernel before the predecessor wrote: from
 // L2, where that kernel's writes are, not from a line an even earlier kernel left in this SM's L1.
 #define gpu_load_settled(p) __ldcg(p)
+// Weights stream through L2 once per step: ~15 GB against a 50 MB L2 at batch-1 decode. Loaded
+// with an evict-first policy they leave L2 to what the step's short kernels read again: their
+// code, the KV cache, norm weights, the step's metadata (load_weight16 in kernel_common.cuh).
+__device__ __forceinline__ unsigned long long gpu_stream_policy() {
+  unsigned long long policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+// A 16-byte read-only load under such a policy.
+__device__ __forceinline__ uint4 gpu_load_stream(const void* p, unsigned long long policy) {
+  uint4 v;
+  asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p), "l"(policy));
+  return v;
+}
 // The pieces of a cudaLaunchKernelEx launch that the launchers below share.
 inline cudaLaunchAttribute gpu_programmatic_attr() {
   cudaLaunchAttribute a = {};

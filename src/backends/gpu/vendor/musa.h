@@ -153,6 +153,9 @@ using gpucclResult_t = mcclResult_t;
 #define gpu_wait_for_predecessor() ((void)0)
 #define gpu_allow_successor() ((void)0)
 #define gpu_load_settled(p) (*(p))  // launches are ordinary: every earlier kernel has finished
+// No L2 eviction hints spelled for MUSA (vendor/cuda.h): a plain 16-byte load.
+#define gpu_stream_policy() (0ull)
+#define gpu_load_stream(p, policy) ((void)(policy), *reinterpret_cast<const uint4*>(p))
 // Nor thread-block clusters (DeviceCaps::max_cluster_blocks = 0): the kernels that use them are
 // NVIDIA-only fast paths, never built for MUSA.
 #define PORTLLM_GPU_CLUSTERS 0
