@@ -2,7 +2,8 @@
 # scripts/kernel_trace_summary.py (gpu-check.sh's `trace` stage) on a synthetic CUPTI CSV: it must
 # take the stream with the most kernels, cut steps after each sampler kernel, keep the steps of the
 # most common kernel sequence, and charge each kernel its end minus its predecessor's end (the
-# first kernel of a step also the gap after the last step). Args: <portllm binary (unused)> <source dir>.
+# first kernel of a step also the gap after the last step), and report its start against its
+# predecessor's end (negative: a programmatic launch that started early). Args: <portllm binary (unused)> <source dir>.
 set -euo pipefail
 SRC=$2
 T=$(mktemp -d)
@@ -30,9 +31,9 @@ echo "$out"
 # The three decode steps (the first one's predecessor is the prefill step): each 19 us, 2 us of
 # it before the gemv starts.
 grep -q "^3 decode steps of 3 kernels; step 19.0 us (sampler end to sampler end), of which 2.0 us before" <<<"$out"
-grep -Eq "^ +12.0 +63.2% +1 +12.00 +10.00 +512x1x1 +gemv_kernel$" <<<"$out"
-grep -Eq "^ +6.0 +31.6% +1 +6.00 +7.00 +8x1x16 +attn_decode_mma_kernel$" <<<"$out"
-grep -Eq "^ +1.0 +5.3% +1 +1.00 +1.00 +1x1x1 +sample_kernel$" <<<"$out"
+grep -Eq "^ +12.0 +63.2% +1 +12.00 +10.00 +2.00 +512x1x1 +gemv_kernel$" <<<"$out"
+grep -Eq "^ +6.0 +31.6% +1 +6.00 +7.00 +-1.00 +8x1x16 +attn_decode_mma_kernel$" <<<"$out"
+grep -Eq "^ +1.0 +5.3% +1 +1.00 +1.00 +0.00 +1x1x1 +sample_kernel$" <<<"$out"
 # The last N steps only.
 last=$(python3 "$SRC/scripts/kernel_trace_summary.py" "$T/trace.csv" 1)
 grep -q "^1 decode steps of 3 kernels" <<<"$last"
