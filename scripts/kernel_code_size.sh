@@ -5,19 +5,22 @@
 # Why: a short decode kernel runs its code once per launch, and the seventeenth session's stamps
 # suggest instruction fetch is part of their latency (docs/backends/gpu.md); this is the number to
 # watch when shrinking one, with no GPU and no disassembler needed (readelf only).
+# BUILD_DIR (default build-gpu) names the build whose compile_commands.json is used.
 # Usage: scripts/kernel_code_size.sh <file.cu> [regex]   e.g.
 #   scripts/kernel_code_size.sh attention_decode_mma.cu 'attn_decode_mma_kernel<__nv_bfloat16, 128, false'
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ -f build-gpu/compile_commands.json ] || { echo "no build-gpu/compile_commands.json: configure build-gpu first (README)" >&2; exit 1; }
+export BUILD_DIR=${BUILD_DIR:-build-gpu}
+[ -f "$BUILD_DIR/compile_commands.json" ] || { echo "no $BUILD_DIR/compile_commands.json: configure that build first (README)" >&2; exit 1; }
 CUBIN=$(mktemp --suffix=.cubin)
 trap 'rm -f "$CUBIN"' EXIT
 python3 - "$1" "$CUBIN" <<'PY'
-import json, shlex, subprocess, sys
+import json, os, shlex, subprocess, sys
 name, cubin = sys.argv[1], sys.argv[2]
-entries = [e for e in json.load(open("build-gpu/compile_commands.json")) if e["file"].endswith("/src/backends/gpu/" + name)]
+db = os.path.join(os.environ["BUILD_DIR"], "compile_commands.json")
+entries = [e for e in json.load(open(db)) if e["file"].endswith("/src/backends/gpu/" + name)]
 if not entries:
-    sys.exit(f"{name}: not a source of src/backends/gpu in build-gpu/compile_commands.json")
+    sys.exit(f"{name}: not a source of src/backends/gpu in {db}")
 e = entries[0]
 args, out, skip = shlex.split(e["command"]), [], False
 for a in args:
