@@ -299,6 +299,16 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     return p.block_tables[int64_t(b) * p.bt_s0 + (start + (warp + j * W) * kKeys) / p.page];
   };
   int bt_batch = 0, bt_cur = bt_entry(lane), bt_next = bt_entry(32 + lane);
+  // The page holding local tile j (one_page only; j = 0, 1, 2, ... in order): a shuffle from the
+  // lane holding its entry, the next 32 entries loaded as a batch is used up.
+  auto page_of_tile = [&](int j) {
+    if ((j >> 5) != bt_batch) {  // warp-uniform
+      bt_batch = j >> 5;
+      bt_cur = bt_next;
+      bt_next = bt_entry(32 * (bt_batch + 1) + lane);
+    }
+    return __shfl_sync(0xffffffffu, bt_cur, j & 31);
+  };
 
   // Starts the copy of local tile j into buffer buf; rows past the split are zero-filled (their
   // scores are masked, and zero V rows keep P V finite). Called with j = 0, 1, 2, ... in order.
@@ -309,13 +319,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     if constexpr (!kCompact) {  // the measured form (the default; see "Code size" at the top)
       int64_t kbase = 0, vbase = 0;
       if (one_page) {
-        if ((j >> 5) != bt_batch) {  // warp-uniform
-          bt_batch = j >> 5;
-          bt_cur = bt_next;
-          bt_next = bt_entry(32 * (bt_batch + 1) + lane);
-        }
-        const int blk = __shfl_sync(0xffffffffu, bt_cur, j & 31);
-        const int in_page = kt % p.page;
+        const int blk = page_of_tile(j), in_page = kt % p.page;
         kbase = int64_t(blk) * p.kc_s0 + int64_t(in_page) * p.kc_s1 + int64_t(kh) * p.kc_s2;
         vbase = int64_t(blk) * p.vc_s0 + int64_t(in_page) * p.vc_s1 + int64_t(kh) * p.vc_s2;
       }
@@ -334,13 +338,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
       return;
     }
     if (one_page) {
-      if ((j >> 5) != bt_batch) {  // warp-uniform
-        bt_batch = j >> 5;
-        bt_cur = bt_next;
-        bt_next = bt_entry(32 * (bt_batch + 1) + lane);
-      }
-      const int blk = __shfl_sync(0xffffffffu, bt_cur, j & 31);
-      const int in_page = kt % p.page;
+      const int blk = page_of_tile(j), in_page = kt % p.page;
       // Lane l copies vector l % VPR of rows l / VPR, l / VPR + 32 / VPR, ...: one pointer per
       // operand, stepped by a fixed stride (a few instructions per copy; issue() is inlined three
       // times, so its size is the kernel's).
