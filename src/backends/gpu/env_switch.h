@@ -13,8 +13,8 @@ int env_switch(const char* var, std::initializer_list<const char*> words, int un
 int env_int(const char* var, int unset);
 
 // Whether the weight-streaming kernels load weights with an evict-first L2 policy
-// (gpu_load_stream in the vendor header); PORTLLM_L2_EVICT_FIRST=0 loads them with the normal one,
-// for measuring. Read once.
+// (load_weight16 in kernel_common.cuh); PORTLLM_L2_EVICT_FIRST=0 takes the plain load, for
+// measuring. Read once.
 bool l2_evict_first();
 
 }  // namespace portllm::gpu

@@ -23,7 +23,6 @@
 // chain between two GEMVs (its wait, its reads, the next GEMV's wait) becomes a block's tail.
 #include <algorithm>
 #include <cstdlib>
-#include <stdexcept>
 
 #include "backends/gpu/env_switch.h"
 #include "backends/gpu/gpu_kernels.h"
@@ -443,7 +442,7 @@ void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
             const AddNormTensors& at, Stream& s) {
   constexpr bool kNorm = kForm == Form::Norm;
   const int64_t N = kGated ? w.size(0) / 2 : w.size(0), K = w.size(1);
-  int split = choose_split(w.size(0), K, caps_of(s).num_compute_units);
+  const int split = choose_split(w.size(0), K, caps_of(s).num_compute_units);
   const int64_t k_slice = ((K + split - 1) / split + kWarpSize * 8 - 1) / (kWarpSize * 8) * (kWarpSize * 8);
   const unsigned grid = unsigned(grid_blocks(w.size(0), kGated, split));
   const Tensor& rows = kNorm ? *nt.res : x;
@@ -564,7 +563,7 @@ void gemv_norm(const AddRmsNormMatmulArgs& a, Stream& s) {
 void gemv_add_rms_norm(const MatmulAddRmsNormArgs& a, Stream& s) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0) return;
   if (!vec_ok(a.x, a.w) || !vec_ok(a.residual, a.w) || !vec_ok(a.h, a.w) || !aligned16(a.norm_weight.data))
-    throw std::runtime_error("MATMUL_ADD_RMS_NORM: x, W, the residual, h and the norm weight must be 16-byte aligned rows");
+    fail("MATMUL_ADD_RMS_NORM: x, W, the residual, h and the norm weight must be 16-byte aligned rows");
   const AddNormTensors at{&a.residual, &a.norm_weight, a.eps, a.weight_offset};
   launch_any<false, Form::AddNorm>(a.h, a.x, a.w, a.bias, {}, at, s);
   check_launch("gemv_add_rms_norm");

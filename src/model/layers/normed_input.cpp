@@ -67,7 +67,9 @@ bool NormedInput::fused(OpContext& ctx, const Tensor& w, const Tensor& bias, con
   a.w = w;
   a.bias = bias;
   a.gated = gated;
-  if (!ops::has_fast_kernel(ctx, a.desc())) return false;  // checked before a pending delta is run
+  // A pending projection runs only if the fused kernel will take its output (else hidden() runs it
+  // with the norm in its last block); an evaluated delta needs no such check here.
+  if (delta_.pending() && !ops::has_fast_kernel(ctx, a.desc())) return false;
   a.x = delta_.evaluate(ctx);
   if (!ops::add_rms_norm_matmul(ctx, a)) return false;
   std::swap(residual_, spare_);
