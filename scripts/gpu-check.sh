@@ -14,7 +14,8 @@
 # DeepSeek-V2-Lite, bf16 and block-FP8, driven by `portllm bench serve`). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `timeline` the kernels of one decode step with their
 # times (ncu; TL_SPECS="Model:input_len ..."); `trace` what each kernel adds to a decode step inside
-# the replayed graph (CUPTI; TRACE_SPECS likewise); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
+# the replayed graph (CUPTI; TRACE_SPECS likewise; TRACE_TPUT="Model" adds the throughput workload's
+# device time by kernel); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
 set -u
@@ -420,6 +421,15 @@ if has trace; then
         --num-iters 1 --num-iters-warmup 1 --max-model-len 8192 --kv-dtype bf16 >"$OUT/trace-$m.log" 2>&1
       row "trace $m bs1 in$inl" "rc=$? $(grep -o 'TPOT[^,]*' "$OUT/trace-$m.log" | tail -1)"
       python3 scripts/kernel_trace_summary.py /tmp/trace-$m.csv 16 | tee -a "$OUT/trace-summary.txt"
+    done
+    # TRACE_TPUT="Model ...": the nano-vllm throughput workload under the tracer, its whole run's
+    # device time by kernel, prefill and decode steps apart (scripts/kernel_trace_totals.py).
+    for m in ${TRACE_TPUT:-}; do
+      CUDA_INJECTION64_PATH=$KT KTRACE_OUT=/tmp/trace-tput-$m.csv timeout 400 "$PL" bench throughput --device cuda \
+        --load-format dummy --model tests/data/configs/$m --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 \
+        --kv-dtype bf16 >"$OUT/trace-tput-$m.log" 2>&1
+      row "trace $m throughput" "rc=$? $(awk '/output tok\/s/{print "out tok/s="$3}' "$OUT/trace-tput-$m.log")"
+      python3 scripts/kernel_trace_totals.py /tmp/trace-tput-$m.csv 30 | tee -a "$OUT/trace-tput-summary.txt"
     done
   fi
 fi

@@ -29,13 +29,14 @@
 // The next kernel may launch right after the wait (its weight loads then overlap this kernel), or,
 // for sequences past early_trigger_keys() at small batches, only at exit (see there).
 //
-// Code size (kCompact; opt-in with PORTLLM_ATTN_COMPACT=1 until measured on a device): a short
-// context's launch runs most of its code once, so its machine code is fetched on the step's path.
-// issue() is inlined three times (the early tiles, the prologue, the loop); in the compact form its
-// common path is a strided copy and the per-row block-table path (pages that are not a multiple of
-// 16 keys) a rolled loop, and the prologue keeps one copy of it: the batch-1 instance <bf16, 128,
-// false, 8> is 61 KB instead of 112 (scripts/kernel_code_size.sh). Both forms are built so that one
-// device call can compare them on one machine; the loser goes.
+// Code size: a short context's launch runs most of its code once, so its machine code is fetched
+// on the step's path. issue() is inlined three times (the early tiles, the prologue, the loop), so
+// its common path is a strided copy (one pointer per operand), the per-row block-table path (pages
+// that are not a multiple of 16 keys) a rolled loop, and the prologue keeps one copy of it: the
+// batch-1 instance <bf16, 128, false, 8> is 61 KB instead of the 112 KB of the unrolled form
+// (scripts/kernel_code_size.sh). H200, same binary, against the unrolled form: Qwen3-8B batch 1
+// 4.08 -> 4.01 ms, Qwen3-30B-A3B 2.69 -> 2.60, Llama-3.1-8B 3.94 -> 3.88, and the throughput
+// workload 9390 -> 9661 out tok/s (its decode attention 5.39 -> 4.88 s, ~0.92 of the bandwidth).
 //
 // Several splits are merged inside the same launch: every block writes its partial (max, sum,
 // unnormalized output), and the last block to finish for a (sequence, KV head, row tile), found
@@ -248,7 +249,7 @@ __device__ __forceinline__ void cluster_merge(const AttnParams& p, const float* 
 // kCluster: the splits of a (sequence, KV head, row tile) are one thread-block cluster (grid.z =
 // p.splits = the cluster size) and merge through distributed shared memory (cluster_merge) instead
 // of global partials, a fence, a counter and a last block's reads.
-template <class T, int D, bool kCluster, int W, bool kCompact>
+template <class T, int D, bool kCluster, int W>
 __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row
@@ -316,27 +317,6 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     T* sK = sKV + size_t(warp * kStages + buf) * 2 * kTileElems<D>;
     T* sV = sK + kTileElems<D>;
     const int kt = start + (warp + j * W) * kKeys;
-    if constexpr (!kCompact) {  // the measured form (the default; see "Code size" at the top)
-      int64_t kbase = 0, vbase = 0;
-      if (one_page) {
-        const int blk = page_of_tile(j), in_page = kt % p.page;
-        kbase = int64_t(blk) * p.kc_s0 + int64_t(in_page) * p.kc_s1 + int64_t(kh) * p.kc_s2;
-        vbase = int64_t(blk) * p.vc_s0 + int64_t(in_page) * p.vc_s1 + int64_t(kh) * p.vc_s2;
-      }
-#pragma unroll
-      for (int it = 0; it < kKeys * VPR / 32; ++it) {
-        const int i = it * 32 + lane, r = i / VPR, c = i % VPR;
-        const bool ok = kt + r < end;
-        int64_t ko = 0, vo = 0;
-        if (ok) {
-          ko = one_page ? kbase + int64_t(r) * p.kc_s1 : kv_offset(p, b, kt + r, p.kc_s0, p.kc_s1, p.kc_s2, kh);
-          vo = one_page ? vbase + int64_t(r) * p.vc_s1 : kv_offset(p, b, kt + r, p.vc_s0, p.vc_s1, p.vc_s2, kh);
-        }
-        cp_async16(sK + r * LD + c * 8, kc + ko + c * 8, ok ? 16 : 0);
-        cp_async16(sV + r * LD + c * 8, vc + vo + c * 8, ok ? 16 : 0);
-      }
-      return;
-    }
     if (one_page) {
       const int blk = page_of_tile(j), in_page = kt % p.page;
       // Lane l copies vector l % VPR of rows l / VPR, l / VPR + 32 / VPR, ...: one pointer per
@@ -405,18 +385,10 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     cp_async16(sQ + r * LD + c * 8, q + off, r < ng ? 16 : 0);
   }
   cp_async_commit();
-  if constexpr (kCompact) {
 #pragma unroll 1  // one copy of issue()'s code for both buffers (code size: see the top)
-    for (int j = 0; j < kStages; ++j) {
-      if (j < my_tiles && j >= n_early) issue(j, j);
-      cp_async_commit();
-    }
-  } else {
-#pragma unroll
-    for (int j = 0; j < kStages; ++j) {
-      if (j < my_tiles && j >= n_early) issue(j, j);
-      cp_async_commit();
-    }
+  for (int j = 0; j < kStages; ++j) {
+    if (j < my_tiles && j >= n_early) issue(j, j);
+    cp_async_commit();
   }
   cp_async_wait<kStages>();  // this thread's Q copies and early tiles (not the first-round ones)
   __syncthreads();           // everyone's Q copies
@@ -619,17 +591,9 @@ dim3 grid_of(const AttnParams& p, int B) {
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
 }
 
-// The compact code (kCompact, "Code size" at the top) where PORTLLM_ATTN_COMPACT=1 (read once);
-// the measured form otherwise, and always in the cluster form (opt-in itself).
-bool compact_code() {
-  static const bool v = env_switch("PORTLLM_ATTN_COMPACT", {"0", "1"}, 0) == 1;
-  return v;
-}
-
 template <class T, int D, int W>
 void launch(const AttnParams& p, int B, Stream& s) {
-  auto* kernel =
-      compact_code() ? attn_decode_mma_kernel<T, D, false, W, true> : attn_decode_mma_kernel<T, D, false, W, false>;
+  auto* kernel = attn_decode_mma_kernel<T, D, false, W>;
   (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<D, W>));
   launch_programmatic(s, kernel, grid_of(p, B), dim3(W * 32), kSmemBytes<D, W>, p);
 }
@@ -649,7 +613,7 @@ int small_batch_warps() {
 template <class T, int D>
 bool launch_cluster(const AttnParams& p, int B, Stream& s) {
   static std::atomic<int> fits[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
-  auto* kernel = attn_decode_mma_kernel<T, D, true, kWarps, false>;
+  auto* kernel = attn_decode_mma_kernel<T, D, true, kWarps>;
   constexpr size_t smem = kSmemBytes<D>;
   const int C = p.splits;
   if (fits[C].load() == 0) {

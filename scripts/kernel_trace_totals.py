@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Where a whole run's device time goes, from scripts/kernel_trace.cpp's CSV (gpu-check.sh `trace`
+with TRACE_TPUT=1: the throughput workload under the tracer).
+
+kernel_trace_summary.py looks at one repeated decode step; a throughput run has no such step (the
+batch shrinks, prefill chunks mix in), so this one totals the whole run instead. All streams are
+merged in start order and each kernel is charged its increment: the part of its interval that no
+earlier kernel already covers. The increments add up to the time the device was busy; the rest
+of the span is idle (host-bound gaps). Steps are cut after each sampler kernel; a step with a
+prefill attention kernel in it counts as a prefill step, the others as decode steps. cuBLAS and
+other library kernels are grouped under one name each. Kernels before the run proper (graph
+capture, tuning: up to the embedding kernel of the first prefill step) are start-up and only counted; idle gaps are charged to the step of the kernel that ends them. Usage: kernel_trace_totals.py trace.csv [N]
+(N rows per table, default 25). Times in ms."""
+import re
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from kernel_names import short_name  # noqa: E402
+
+
+def group(mangled):
+    """Our kernels by their own name; library kernels (cuBLAS' nvjet / xmma / cutlass) as one group."""
+    if "portllm" in mangled:
+        return short_name(mangled)
+    if re.search(r"gemm|nvjet|xmma|cutlass", mangled, re.I):
+        return "vendor BLAS GEMM"
+    return mangled[:44]
+
+
+rows = []
+with open(sys.argv[1]) as f:
+    for line in f:
+        parts = line.rstrip("\n").split(",", 7)
+        if len(parts) < 8:
+            continue
+        start, end, _stream, gx, gy, gz, _bx, name = parts
+        rows.append((int(start), int(end), group(name), f"{gx}x{gy}x{gz}"))
+if not rows:
+    sys.exit(f"{sys.argv[1]}: no kernels")
+top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
+rows.sort()
+SAMPLER, PREFILL = re.compile(r"sample|argmax", re.I), re.compile(r"prefill", re.I)
+
+# The run proper starts with the embedding kernel of the first prefill step (the last one before
+# the first prefill attention kernel): what comes before it (graph capture, GEMM tuning, warm-up)
+# is start-up, reported apart.
+EMBED = re.compile(r"embed", re.I)
+first_prefill = next((i for i, r in enumerate(rows) if PREFILL.search(r[2])), 0)
+run_from = next((i for i in range(first_prefill - 1, -1, -1) if EMBED.search(rows[i][2])), 0)
+startup, rows = rows[:run_from], rows[run_from:]
+if not rows:
+    sys.exit(f"{sys.argv[1]}: no kernels after start-up")
+
+# Steps: cut after each sampler kernel; a step is a prefill step when one of its kernels is a
+# prefill attention kernel.
+step_of = []
+step_is_prefill = []
+cur = 0
+has_prefill = False
+open_step = False
+for r in rows:
+    step_of.append(cur)
+    open_step = True
+    if PREFILL.search(r[2]):
+        has_prefill = True
+    if SAMPLER.search(r[2]):
+        step_is_prefill.append(has_prefill)
+        cur += 1
+        has_prefill = False
+        open_step = False
+if open_step:
+    step_is_prefill.append(has_prefill)
+
+inc = {"prefill": defaultdict(float), "decode": defaultdict(float)}
+dur = {"prefill": defaultdict(float), "decode": defaultdict(float)}
+cnt = {"prefill": defaultdict(int), "decode": defaultdict(int)}
+idle = {"prefill": 0.0, "decode": 0.0}  # gaps charged to the step of the kernel after them
+covered_to = rows[0][0]
+for r, s in zip(rows, step_of):
+    start, end, name, _grid = r
+    phase = "prefill" if step_is_prefill[s] else "decode"
+    idle[phase] += max(0, start - covered_to)
+    add = max(0, end - max(start, covered_to))
+    covered_to = max(covered_to, end)
+    inc[phase][name] += add
+    dur[phase][name] += end - start
+    cnt[phase][name] += 1
+span = rows[-1][1] - rows[0][0]
+busy = span - idle["prefill"] - idle["decode"]
+n_steps = len(step_is_prefill)
+n_prefill = sum(step_is_prefill)
+if startup:
+    print(f"start-up: {len(startup)} kernels over {(startup[-1][1] - startup[0][0]) / 1e6:.3f} ms (not counted below)")
+print(f"span {span / 1e6:.3f} ms, device busy {busy / 1e6:.3f} ms ({busy / span:.1%}), idle {(span - busy) / 1e6:.3f} ms; "
+      f"{len(rows)} kernels, {n_steps} steps ({n_prefill} with prefill)")
+for phase in ("prefill", "decode"):
+    total = sum(inc[phase].values())
+    print(f"\n{phase} steps: busy {total / 1e6:.3f} ms, idle before their kernels {idle[phase] / 1e6:.3f} ms")
+    print(f"{'kernel':44s} {'launches':>9s} {'incr ms':>10s} {'share':>6s} {'dur ms':>10s} {'us/launch':>9s}")
+    for name, t in sorted(inc[phase].items(), key=lambda kv: -kv[1])[:top]:
+        n = cnt[phase][name]
+        print(f"{name[:44]:44s} {n:9d} {t / 1e6:10.3f} {t / total:6.1%} {dur[phase][name] / 1e6:10.3f} "
+              f"{dur[phase][name] / n / 1e3:9.1f}")
