@@ -14,19 +14,10 @@ import sys
 from collections import Counter, OrderedDict
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_names import short_name  # noqa: E402
+from kernel_trace_csv import read_trace, short_name  # noqa: E402
 
 
-rows = []
-with open(sys.argv[1]) as f:
-    for line in f:
-        parts = line.rstrip("\n").split(",", 7)
-        if len(parts) < 8:
-            continue
-        start, end, stream, gx, gy, gz, bx, name = parts
-        rows.append((int(start), int(end), int(stream), f"{gx}x{gy}x{gz}", short_name(name)))
-if not rows:
-    sys.exit(f"{sys.argv[1]}: no kernels")
+rows = [(start, end, stream, grid, short_name(name)) for start, end, stream, grid, name in read_trace(sys.argv[1])]
 main = Counter(r[2] for r in rows).most_common(1)[0][0]
 rows = sorted((r for r in rows if r[2] == main), key=lambda r: r[0])
 steps, cur = [], []

@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_names import short_name  # noqa: E402
+from kernel_trace_csv import read_trace, short_name  # noqa: E402
 
 
 def group(mangled):
@@ -28,16 +28,7 @@ def group(mangled):
     return mangled[:44]
 
 
-rows = []
-with open(sys.argv[1]) as f:
-    for line in f:
-        parts = line.rstrip("\n").split(",", 7)
-        if len(parts) < 8:
-            continue
-        start, end, _stream, gx, gy, gz, _bx, name = parts
-        rows.append((int(start), int(end), group(name), f"{gx}x{gy}x{gz}"))
-if not rows:
-    sys.exit(f"{sys.argv[1]}: no kernels")
+rows = [(start, end, group(name), grid) for start, end, _stream, grid, name in read_trace(sys.argv[1])]
 top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
 rows.sort()
 SAMPLER, PREFILL = re.compile(r"sample|argmax", re.I), re.compile(r"prefill", re.I)
