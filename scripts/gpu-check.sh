@@ -406,9 +406,13 @@ if has trace; then
   CUPTI_H=$(find /usr/local/cuda/ /usr/local/cuda/extras /usr/lib/python3*/ /usr/local/lib/python3*/ -name cupti.h 2>/dev/null | head -1)
   CUPTI_SO=$(find /usr/local/cuda/ /usr/lib/python3*/ /usr/local/lib/python3*/ -name 'libcupti.so*' 2>/dev/null | head -1)
   KT=/tmp/libktrace.so
-  for rec in CUpti_ActivityKernel10 CUpti_ActivityKernel9 CUpti_ActivityKernel11; do
-    g++ -std=c++17 -shared -fPIC -O2 -I"$(dirname "$CUPTI_H")" -I/usr/local/cuda/include -DKREC=$rec \
-      scripts/kernel_trace.cpp -o $KT "$CUPTI_SO" >"$OUT/ktrace-build.log" 2>&1 && break
+  # The newest record layouts this CUPTI has (memory copies too where it can).
+  for mrec in CUpti_ActivityMemcpy6 CUpti_ActivityMemcpy5 none; do
+    for rec in CUpti_ActivityKernel10 CUpti_ActivityKernel9 CUpti_ActivityKernel11; do
+      mdef=(); [ $mrec != none ] && mdef=(-DMREC=$mrec)
+      g++ -std=c++17 -shared -fPIC -O2 -I"$(dirname "$CUPTI_H")" -I/usr/local/cuda/include -DKREC=$rec "${mdef[@]}" \
+        scripts/kernel_trace.cpp -o $KT "$CUPTI_SO" >"$OUT/ktrace-build.log" 2>&1 && break 2
+    done
   done
   if [ ! -f $KT ]; then
     row "trace" "tracer did not build (cupti.h: ${CUPTI_H:-none}; ktrace-build.log)"

@@ -9,9 +9,12 @@
 // (scripts/kernel_trace_summary.py).
 //
 // Build: g++ -std=c++17 -shared -fPIC -O2 -I<cupti include> -DKREC=CUpti_ActivityKernelN
-//          scripts/kernel_trace.cpp -o libktrace.so -L<cupti lib> -lcupti
+//          [-DMREC=CUpti_ActivityMemcpyN] scripts/kernel_trace.cpp -o libktrace.so -L<cupti lib> -lcupti
 // Use:   CUDA_INJECTION64_PATH=$PWD/libktrace.so KTRACE_OUT=trace.csv <program>
-// Output: one CSV row per kernel: start_ns,end_ns,stream,grid_x,grid_y,grid_z,block_x,name (mangled).
+// Output: one CSV row per kernel: start_ns,end_ns,stream,grid_x,grid_y,grid_z,block_x,name (mangled);
+// built with -DMREC=CUpti_ActivityMemcpyN, also one per memory copy: start_ns,end_ns,stream,bytes,
+// 0,0,0,memcpy_HtoD (DtoH, DtoD, other): the copies between a step's kernels (inputs, sampled ids)
+// are part of what separates them.
 #include <cupti.h>
 
 #include <cstdio>
@@ -36,6 +39,19 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
   std::lock_guard<std::mutex> lock(g_mu);
   CUpti_Activity* rec = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+#ifdef MREC
+    if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {  // start,end,stream,bytes,0,0,0,memcpy_<kind>
+      const auto* m = reinterpret_cast<const MREC*>(rec);
+      const char* kind = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? "HtoD"
+                         : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? "DtoH"
+                         : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ? "DtoD"
+                                                                          : "other";
+      if (g_out)
+        std::fprintf(g_out, "%llu,%llu,%u,%llu,0,0,0,memcpy_%s\n", (unsigned long long)m->start,
+                     (unsigned long long)m->end, m->streamId, (unsigned long long)m->bytes, kind);
+      continue;
+    }
+#endif
     if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
     const auto* k = reinterpret_cast<const KREC*>(rec);
     if (g_out)
@@ -65,6 +81,10 @@ extern "C" int InitializeInjection(void) {
     std::fprintf(stderr, "kernel_trace: CUPTI activity setup failed\n");
     return 0;
   }
+#ifdef MREC
+  if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) != CUPTI_SUCCESS)
+    std::fprintf(stderr, "kernel_trace: no memcpy records\n");
+#endif
   std::atexit(finish);
   return 1;
 }

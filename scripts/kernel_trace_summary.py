@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What each kernel adds to a decode step, from scripts/kernel_trace.cpp's CSV (gpu-check.sh `trace`).
 
-Kernels of the stream with the most launches, cut into steps after each sampler kernel. The
+Kernels (and memory copies, where the tracer records them) of the stream with the most launches,
+cut into steps after each sampler kernel. The
 decode steps are the steps whose kernel sequence is the most common one. For each kernel of a
 step: its duration (end - start; with programmatic launch it starts while its predecessor drains,
 so durations overlap), its start relative to its predecessor's end (negative: it started early),

@@ -37,6 +37,15 @@ grep -Eq "^ +1.0 +5.3% +1 +1.00 +1.00 +0.00 +1x1x1 +sample_kernel$" <<<"$out"
 # The last N steps only.
 last=$(python3 "$SRC/scripts/kernel_trace_summary.py" "$T/trace.csv" 1)
 grep -q "^1 decode steps of 3 kernels" <<<"$last"
+# Memory copies (kernel_trace.cpp's MREC rows) are steps' members like kernels: a 1 us input copy
+# ending 0.5 us before each gemv is now the step's first member (charged the 0.5 us gap before it
+# too), and the gemv's increment counts from its end.
+awk -F, -v OFS=, '$8 ~ /gemv/ && $3 == 7 && $1 > 50000 {print $1 - 1500, $1 - 500, 7, 600, 0, 0, 0, "memcpy_HtoD"} {print}' \
+  "$T/trace.csv" >"$T/copies.csv"
+copies=$(python3 "$SRC/scripts/kernel_trace_summary.py" "$T/copies.csv")
+grep -q "^3 decode steps of 4 kernels; step 19.0 us (sampler end to sampler end), of which 0.5 us before" <<<"$copies"
+grep -Eq "^ +1.5 +7.9% +1 +1.50 +1.00 +0.50 +600x0x0 +memcpy_HtoD$" <<<"$copies"
+grep -Eq "^ +10.5 +55.3% +1 +10.50 +10.00 +0.50 +512x1x1 +gemv_kernel$" <<<"$copies"
 # No sampler kernel: a clear error, not a table.
 grep -v sample "$T/trace.csv" >"$T/nosamp.csv"
 if python3 "$SRC/scripts/kernel_trace_summary.py" "$T/nosamp.csv" 2>"$T/err"; then

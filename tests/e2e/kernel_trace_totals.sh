@@ -21,7 +21,8 @@ embed=_ZN7portllm3gpu12_GLOBAL__N_112embed_kernelEv
   # embedding inside its GEMM's interval: 1 of its 40 us): a cuBLAS GEMM 0-40 us, the
   # prefill attention 40-60, the sampler 60-62. Then two decode steps 70-90 and 100-120: a gemv of
   # 10 us, an attention starting 2 us before the gemv ends (7 us long: 5 us its own), a 1 us
-  # sampler; a kernel on another stream inside the first gemv adds nothing.
+  # sampler, each after a 1 us input copy; a kernel on another stream inside the first gemv adds
+  # nothing.
   echo "0,4000,7,132,1,1,256,$flush"
   echo "4000,5000,7,1,1,1,256,$embed"
   echo "5000,6000,7,1,1,1,256,$samp"
@@ -31,6 +32,7 @@ embed=_ZN7portllm3gpu12_GLOBAL__N_112embed_kernelEv
   echo "$((t0 + 40000)),$((t0 + 60000)),7,8,1,1,128,$pre"
   echo "$((t0 + 60000)),$((t0 + 62000)),7,1,1,1,256,$samp"
   for t in $((t0 + 70000)) $((t0 + 100000)); do
+    echo "$((t - 6000)),$((t - 5000)),7,600,0,0,0,memcpy_HtoD"  # the step's inputs (kernel_trace.cpp's MREC rows)
     echo "$t,$((t + 10000)),7,512,1,1,128,$gemv"
     echo "$((t + 8000)),$((t + 15000)),7,8,1,16,128,$attn"
     echo "$((t + 19000)),$((t + 20000)),7,1,1,1,256,$samp"
@@ -39,20 +41,21 @@ embed=_ZN7portllm3gpu12_GLOBAL__N_112embed_kernelEv
 } >"$T/trace.csv"
 out=$(python3 "$SRC/scripts/kernel_trace_totals.py" "$T/trace.csv")
 echo "$out"
-# Start-up apart; busy: 62 us of the prefill step + 2 x (15 + 1) us of decode = 94 us of a 120 us
-# span; the 26 us idle all before decode kernels (8 + 4 + 10 + 4).
+# Start-up apart; busy: 62 us of the prefill step + 2 x (1 + 15 + 1) us of decode = 96 us of a
+# 120 us span; the 24 us idle all before decode steps' kernels and copies (2 + 5 + 4, 4 + 5 + 4).
 grep -q "^start-up: 3 kernels over 0.006 ms" <<<"$out"
-grep -q "^span 0.120 ms, device busy 0.094 ms (78.3%), idle 0.026 ms; 11 kernels, 3 steps (1 with prefill)" <<<"$out"
+grep -q "^span 0.120 ms, device busy 0.096 ms (80.0%), idle 0.024 ms; 13 kernels, 3 steps (1 with prefill)" <<<"$out"
 prefill=$(sed -n '/^prefill steps/,/^$/p' <<<"$out")
 decode=$(sed -n '/^decode steps/,$p' <<<"$out")
 grep -q "^prefill steps: busy 0.062 ms, idle before their kernels 0.000 ms" <<<"$prefill"
-grep -q "^decode steps: busy 0.032 ms, idle before their kernels 0.026 ms" <<<"$decode"
+grep -q "^decode steps: busy 0.034 ms, idle before their kernels 0.024 ms" <<<"$decode"
 grep -Eq "^vendor BLAS GEMM +1 +0.039 +62.9%" <<<"$prefill"
 grep -Eq "^embed_kernel +1 +0.001 +1.6%" <<<"$prefill"
 grep -Eq "^attn_prefill_mma_kernel +1 +0.020 +32.3%" <<<"$prefill"
-# Decode: gemv 2 x 10 us of 32 (62.5%; the other stream's one adds nothing), attention 2 x 5 us
-# (31.2%), sampler 2 x 1 (6.2%); the attention's duration 7 us per launch.
-grep -Eq "^gemv_kernel +3 +0.020 +62.5% .* +7.0$" <<<"$decode"
-grep -Eq "^attn_decode_mma_kernel +2 +0.010 +31.2% .* +7.0$" <<<"$decode"
-grep -Eq "^sample_kernel +2 +0.002 +6.2%" <<<"$decode"
+# Decode: gemv 2 x 10 us of 34 (58.8%; the other stream's one adds nothing), attention 2 x 5 us
+# (29.4%), sampler and input copy 2 x 1 each (5.9%); the attention's duration 7 us per launch.
+grep -Eq "^gemv_kernel +3 +0.020 +58.8% .* +7.0$" <<<"$decode"
+grep -Eq "^attn_decode_mma_kernel +2 +0.010 +29.4% .* +7.0$" <<<"$decode"
+grep -Eq "^sample_kernel +2 +0.002 +5.9%" <<<"$decode"
+grep -Eq "^memcpy_HtoD +2 +0.002 +5.9%" <<<"$decode"
 echo "kernel_trace_totals: ok"
