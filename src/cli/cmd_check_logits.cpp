@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "core/error.h"
+#include "engine/kv_sizing.h"
 #include "model/safetensors.h"
 #include "runtime/single_sequence.h"
 
@@ -46,8 +47,8 @@ void run(const Options& o) {
   std::vector<int32_t> ids(static_cast<size_t>(T));
   for (int64_t i = 0; i < T; ++i) ids[size_t(i)] = int32_t(tokens.ptr<int64_t>()[i]);
 
-  auto kv = dtype_from_name(o.kv_dtype);
-  if (!kv) PL_THROW("--kv-dtype '{}': expected f32, f16 or bf16", o.kv_dtype);
+  auto kv = kv_dtype_from_name(o.kv_dtype);
+  if (!kv) PL_THROW("--kv-dtype '{}': expected f32, f16, bf16 or fp8", o.kv_dtype);
   SingleSequence seq(*model, ctx, T, device->caps().preferred_page_size, *kv);
   std::vector<float> got(static_cast<size_t>(T * V));
   const int64_t chunk = o.chunk > 0 ? o.chunk : T;
@@ -92,7 +93,7 @@ void add_check_logits_command(CLI::App& app) {
   cmd->add_option("--reference,-r", opts->reference, "reference.safetensors (tokens, prompt_len, logits)")->required();
   cmd->add_option("--tol", opts->tol, "max abs logit difference allowed (default 1e-3)");
   cmd->add_option("--chunk-size", opts->chunk, "feed the tokens in chunks of N (tests chunked prefill)");
-  cmd->add_option("--kv-dtype", opts->kv_dtype, "KV cache dtype: f32, f16, bf16");
+  cmd->add_option("--kv-dtype", opts->kv_dtype, "KV cache dtype: f32, f16, bf16, fp8 (e4m3, saturating)");
   cmd->callback([opts] { run(*opts); });
 }
 

@@ -103,6 +103,13 @@ uint8_t f32_to_f8e4m3(float f) {
   return r | sign;
 }
 
+uint8_t f32_to_f8e4m3_satfinite(float f) {
+  constexpr float kMax = 448.f;
+  if (f > kMax) return f32_to_f8e4m3(kMax);
+  if (f < -kMax) return f32_to_f8e4m3(-kMax);
+  return f32_to_f8e4m3(f);  // NaN fails both compares: it stays NaN
+}
+
 void convert_to_f32(DType from, const void* src, float* dst, size_t n) {
   switch (from) {
     case DType::F32: std::memcpy(dst, src, n * 4); return;
@@ -160,6 +167,12 @@ void convert_from_f32(DType to, const float* src, void* dst, size_t n) {
     }
     default: PL_THROW("convert_from_f32: unsupported dtype {}", dtype_name(to));
   }
+}
+
+void convert_from_f32_satfinite(DType to, const float* src, void* dst, size_t n) {
+  if (to != DType::F8E4M3) return convert_from_f32(to, src, dst, n);
+  auto* d = static_cast<uint8_t*>(dst);
+  for (size_t i = 0; i < n; ++i) d[i] = f32_to_f8e4m3_satfinite(src[i]);
 }
 
 }  // namespace portllm

@@ -34,9 +34,15 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 float f8e4m3_to_f32(uint8_t v);
 uint8_t f32_to_f8e4m3(float f);
+// The saturating cast (CUDA's __NV_SATFINITE): |x| beyond the largest finite e4m3, 448, becomes
+// +-448 instead of NaN; NaN stays NaN. An fp8 KV cache stores this way (as vLLM's does), so that
+// an outlier key or value is clipped rather than poisoning every score it enters.
+uint8_t f32_to_f8e4m3_satfinite(float f);
 
 // Converts n elements of type `from` at src to float32 at dst (and back).
 void convert_to_f32(DType from, const void* src, float* dst, size_t n);
 void convert_from_f32(DType to, const float* src, void* dst, size_t n);
+// convert_from_f32 with fp8 through f32_to_f8e4m3_satfinite (the KV cache's writes).
+void convert_from_f32_satfinite(DType to, const float* src, void* dst, size_t n);
 
 }  // namespace portllm

@@ -88,7 +88,7 @@ struct EngineConfig {
   int64_t num_kv_blocks = 0;           // 0: from mem_fraction_static
   double mem_fraction_static = 0.9;    // fraction of free device memory after weights (CPU: capped)
   int64_t max_model_len = 0;           // 0: the model's max_position_embeddings
-  std::string kv_dtype = "auto";       // auto (= activation dtype) | f32 | f16 | bf16
+  std::string kv_dtype = "auto";       // auto (= activation dtype) | f32 | f16 | bf16 | fp8
   int page_size = 0;                   // 0: the backend's preference
   std::vector<int> cuda_graph_batch_sizes;
   bool disable_cuda_graph = false;

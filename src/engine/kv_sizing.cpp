@@ -12,13 +12,21 @@ namespace {
 constexpr int64_t kCpuKvCapBytes = int64_t(2) << 30;
 }
 
+std::optional<DType> kv_dtype_from_name(std::string_view name) {
+  // fp8: e4m3 with no scale (vLLM's --kv-cache-dtype fp8 without checkpoint scales), written
+  // saturating at +-448 (f32_to_f8e4m3_satfinite).
+  if (name == "fp8" || name == "fp8_e4m3") return DType::F8E4M3;
+  const std::optional<DType> d = dtype_from_name(name);
+  if (d && (*d == DType::F32 || *d == DType::F16 || *d == DType::BF16 || *d == DType::F8E4M3)) return d;
+  return std::nullopt;
+}
+
 DType resolve_kv_dtype(const std::string& name, DType act_dtype) {
   // auto: the activation dtype (f32 on the CPU, the checkpoint's dtype on GPUs), so the cache
   // adds no rounding the activations do not already have.
   if (name == "auto") return act_dtype;
-  auto d = dtype_from_name(name);
-  if (!d || (*d != DType::F32 && *d != DType::F16 && *d != DType::BF16))
-    PL_THROW("--kv-dtype: '{}' is not one of auto, f32, f16, bf16", name);
+  const std::optional<DType> d = kv_dtype_from_name(name);
+  if (!d) PL_THROW("--kv-dtype: '{}' is not one of auto, f32, f16, bf16, fp8", name);
   return *d;
 }
 

@@ -5,6 +5,8 @@
 // tokens can use, and at 2 GiB.
 #pragma once
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "backend/device.h"
@@ -20,6 +22,9 @@ struct KvPlan {
   int64_t num_state_slots = 0;
 };
 
+// A KV cache dtype by name: f32, f16, bf16, or fp8 (also fp8_e4m3, f8_e4m3); nullopt otherwise.
+std::optional<DType> kv_dtype_from_name(std::string_view name);
+// --kv-dtype: auto (the activation dtype) or a kv_dtype_from_name name; throws otherwise.
 DType resolve_kv_dtype(const std::string& name, DType act_dtype);
 KvPlan plan_kv_cache(const EngineConfig& cfg, const std::vector<LayerCacheSpec>& spec,
                      Device& device, DType act_dtype, int64_t max_model_len);

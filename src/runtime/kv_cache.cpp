@@ -4,8 +4,29 @@
 
 namespace portllm {
 
+namespace {
+// A cache dtype the backend cannot write is refused here, naming the dtype, rather than at the
+// first step's KV_WRITE (an fp8 cache on a GPU build without fp8-cache kernels, say).
+void require_kv_write_kernel(OpContext& ctx, DType dtype, int64_t page_size) {
+  OpDesc d;
+  d.op = Op::KV_WRITE;
+  d.dtype[0] = ctx.act_dtype;
+  d.dtype[1] = DType::F32;
+  d.dtype[2] = dtype;
+  d.dim[0] = page_size;
+  if (!ctx.dispatcher->try_select(d))
+    PL_THROW("--kv-dtype {}: {} has no kernel for a KV cache of this dtype; f32, f16 and bf16 caches work on "
+             "every backend", dtype_name(dtype), ctx.device->name());
+}
+}  // namespace
+
 KvCache::KvCache(OpContext& ctx, const std::vector<LayerCacheSpec>& spec, const KvCacheConfig& cfg) : cfg_(cfg) {
   using K = LayerCacheSpec::Kind;
+  for (const auto& s : spec)
+    if (s.kind == K::PagedKV || s.kind == K::PagedLatent) {
+      require_kv_write_kernel(ctx, cfg.dtype, cfg.page_size);
+      break;
+    }
   for (const auto& s : spec) {
     LayerCache c;
     if (s.kind == K::PagedKV) {

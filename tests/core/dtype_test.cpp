@@ -101,6 +101,28 @@ TEST(DType, OverflowNaNAndSaturation) {
   EXPECT_EQ(f32_to_f8e4m3(-0.f), 0x80);
 }
 
+TEST(DType, Fp8SaturatingCast) {
+  // The KV cache's cast: beyond +-448 it clips instead of making NaN; in range it is the plain cast.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(f32_to_f8e4m3_satfinite(465.f), 0x7e);
+  EXPECT_EQ(f32_to_f8e4m3_satfinite(1e6f), 0x7e);
+  EXPECT_EQ(f32_to_f8e4m3_satfinite(inf), 0x7e);
+  EXPECT_EQ(f32_to_f8e4m3_satfinite(-1000.f), 0xfe);
+  EXPECT_EQ(f32_to_f8e4m3_satfinite(-inf), 0xfe);
+  EXPECT_TRUE(std::isnan(f8e4m3_to_f32(f32_to_f8e4m3_satfinite(nan))));
+  for (float f : {0.f, -0.f, 0.3f, -1.7f, 100.f, 447.f, 448.f, -448.f, std::ldexp(1.f, -9)})
+    EXPECT_EQ(f32_to_f8e4m3_satfinite(f), f32_to_f8e4m3(f)) << f;
+  const float src[4] = {1.f, 500.f, -500.f, 2.f};
+  uint8_t fp8[4];
+  convert_from_f32_satfinite(DType::F8E4M3, src, fp8, 4);
+  EXPECT_EQ(fp8[0], f32_to_f8e4m3(1.f));
+  EXPECT_EQ(fp8[1], 0x7e);
+  EXPECT_EQ(fp8[2], 0xfe);
+  uint16_t bf[2];
+  convert_from_f32_satfinite(DType::BF16, src, bf, 2);  // other dtypes: convert_from_f32
+  EXPECT_EQ(bf[1], f32_to_bf16(500.f));
+}
+
 TEST(DType, Names) {
   EXPECT_EQ(dtype_from_safetensors("F8_E4M3"), DType::F8E4M3);
   EXPECT_EQ(dtype_from_name("bfloat16"), DType::BF16);

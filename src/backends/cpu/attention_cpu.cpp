@@ -1,5 +1,5 @@
 // CPU paged attention (prefill and decode share one kernel) and KV write, for f32 queries and
-// an f32/f16/bf16 cache. Work items are (sequence, query head) pairs spread over the thread
+// an f32/f16/bf16/fp8 cache (fp8 written saturating at +-448, convert_from_f32_satfinite). Work items are (sequence, query head) pairs spread over the thread
 // pool; each query runs an online softmax over its causal window, reading keys through the
 // block table one page at a time.
 #include <algorithm>
@@ -31,7 +31,7 @@ void kv_write(const KvWriteArgs& a, Stream&) {
         const float* s = src.ptr<float>() + t * src.strides[0] + h * src.strides[1];
         char* dst = static_cast<char*>(cache.data) +
                     ((slot / page) * cache.strides[0] + (slot % page) * cache.strides[1] + h * cache.strides[2]) * int64_t(es);
-        convert_from_f32(cache.dtype, s, dst, size_t(D));
+        convert_from_f32_satfinite(cache.dtype, s, dst, size_t(D));
       };
       write(a.k, a.k_cache, Dk);
       write(a.v, a.v_cache, Dv);
@@ -92,7 +92,7 @@ void attention(const AttentionArgs& a, Stream&) {
   }, grain_for(int64_t(std::max(1, a.max_q_len)) * std::max(1, a.max_seq_len) * (Dk + Dv)));
 }
 
-bool supports_cache(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+bool supports_cache(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F8E4M3; }
 }  // namespace
 
 void register_attention_kernels() {

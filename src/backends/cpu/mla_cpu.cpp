@@ -1,4 +1,4 @@
-// CPU absorbed MLA attention over the paged latent cache (f32 queries; f32/f16/bf16 cache).
+// CPU absorbed MLA attention over the paged latent cache (f32 queries; f32/f16/bf16/fp8 cache).
 // All query heads share one latent vector per token, so a work item is (query token, chunk of
 // heads): each cache entry is read and widened once and scored against every head of the
 // chunk, with an online softmax per head.
@@ -83,7 +83,8 @@ void mla_attention(const MlaAttentionArgs& a, Stream&) {
 void register_mla_kernels() {
   auto ok = [](const OpDesc& d, const DeviceCaps& c) {
     const DType ct = d.dtype[2];
-    return c.avx2 && d.dtype[0] == DType::F32 && (ct == DType::F32 || ct == DType::BF16 || ct == DType::F16);
+    return c.avx2 && d.dtype[0] == DType::F32 &&
+           (ct == DType::F32 || ct == DType::BF16 || ct == DType::F16 || ct == DType::F8E4M3);
   };
   register_kernel<MlaAttentionArgs>(Op::MLA_ATTENTION, DeviceKind::CPU, "cpu.mla_attention", 10, ok, mla_attention);
 }

@@ -123,7 +123,8 @@ void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream&) {
           char* dst = static_cast<char*>(cache.data) +
                       ((slot / page) * cache.strides[0] + (slot % page) * cache.strides[1] + h * cache.strides[2]) *
                           int64_t(es);
-          convert_from_f32(cache.dtype, src.ptr<float>() + t * src.strides[0] + h * src.strides[1], dst, size_t(d));
+          convert_from_f32_satfinite(cache.dtype, src.ptr<float>() + t * src.strides[0] + h * src.strides[1], dst,
+                                     size_t(d));
         };
         put(a.k, a.k_cache, D);
         put(a.v, a.v_cache, Dv);
@@ -181,7 +182,7 @@ void register_pointwise_kernels() {
   register_kernel<RopeArgs>(Op::ROPE, C, "cpu.rope", 10, f32_act, rope);
   auto prep_ok = [](const OpDesc& d, const DeviceCaps& c) {
     auto float_t = [](DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; };
-    return f32_act(d, c) && float_t(d.dtype[1]) && float_t(d.dtype[2]);
+    return f32_act(d, c) && float_t(d.dtype[1]) && (float_t(d.dtype[2]) || d.dtype[2] == DType::F8E4M3);
   };
   register_kernel<QkNormRopeKvWriteArgs>(Op::QK_NORM_ROPE_KV_WRITE, C, "cpu.qk_norm_rope_kv_write", 10, prep_ok,
                                          qk_norm_rope_kv_write);

@@ -1,9 +1,10 @@
-// Small AVX2 helpers shared by the CPU kernels: widen 8 bf16/f16 values to f32, dot products.
+// Small AVX2 helpers shared by the CPU kernels: widen bf16/f16/fp8 values to f32, dot products.
 #pragma once
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -24,10 +25,42 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-// Widens n values of dtype t (f32/f16/bf16) to f32.
+inline const float* fp8_lut() {
+  static const std::vector<float> lut = [] {
+    std::vector<float> t(256);
+    for (int i = 0; i < 256; ++i) t[size_t(i)] = f8e4m3_to_f32(uint8_t(i));
+    return t;
+  }();
+  return lut.data();
+}
+
+// n fp8_e4m3 values times `scale` as f32. e4m3 bits (v & 0x7f) << 7 read as an f16 are the
+// same number with exponent bias 15 instead of 7 (subnormals included), so one cvtph and a
+// multiply by 2^8 * scale convert 8 values at a time; the sign bit moves to bit 15.
+inline void fp8_to_f32_scaled(const uint8_t* src, float* dst, int64_t n, float scale) {
+  const __m256 mul = _mm256_set1_ps(256.f * scale);
+  const __m128i mag = _mm_set1_epi16(0x7f), sign = _mm_set1_epi16(0x80);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i)));
+    const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(v, mag), 7), _mm_slli_epi16(_mm_and_si128(v, sign), 8));
+    _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(h), mul));
+  }
+  const float* lut = nullptr;
+  for (; i < n; ++i) {
+    if (!lut) lut = fp8_lut();
+    dst[i] = lut[src[i]] * scale;
+  }
+}
+
+// Widens n values of dtype t (f32/f16/bf16, or f8_e4m3 as fp8_to_f32_scaled decodes it) to f32.
 inline void widen(DType t, const void* src, float* dst, int64_t n) {
   if (t == DType::F32) {
     std::memcpy(dst, src, size_t(n) * 4);
+    return;
+  }
+  if (t == DType::F8E4M3) {
+    fp8_to_f32_scaled(static_cast<const uint8_t*>(src), dst, n, 1.f);
     return;
   }
   const uint16_t* s = static_cast<const uint16_t*>(src);

@@ -21,34 +21,6 @@ struct Fp8Scales {
   int block_n = 0, block_k = 0;
 };
 
-inline const float* fp8_lut() {
-  static const std::vector<float> lut = [] {
-    std::vector<float> t(256);
-    for (int i = 0; i < 256; ++i) t[size_t(i)] = f8e4m3_to_f32(uint8_t(i));
-    return t;
-  }();
-  return lut.data();
-}
-
-// n fp8_e4m3 values times `scale` as f32. e4m3 bits (v & 0x7f) << 7 read as an f16 are the
-// same number with exponent bias 15 instead of 7 (subnormals included), so one cvtph and a
-// multiply by 2^8 * scale convert 8 values at a time; the sign bit moves to bit 15.
-inline void fp8_to_f32_scaled(const uint8_t* src, float* dst, int64_t n, float scale) {
-  const __m256 mul = _mm256_set1_ps(256.f * scale);
-  const __m128i mag = _mm_set1_epi16(0x7f), sign = _mm_set1_epi16(0x80);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i)));
-    const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(v, mag), 7), _mm_slli_epi16(_mm_and_si128(v, sign), 8));
-    _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(h), mul));
-  }
-  const float* lut = nullptr;
-  for (; i < n; ++i) {
-    if (!lut) lut = fp8_lut();
-    dst[i] = lut[src[i]] * scale;
-  }
-}
-
 // Row n (K values) of weight w (row stride ldw elements) as f32 into dst.
 inline void weight_row_f32(const void* w, DType wt, int64_t ldw, int64_t n, int64_t K, const Fp8Scales& s,
                            float* dst) {

@@ -156,7 +156,7 @@ bool prep_trigger_early() {
 // rotary halves of whole lanes (NeoX: a power-of-two count of them, for the shuffle partner).
 bool supports(const OpDesc& d, const DeviceCaps&) {
   const DType act = d.dtype[0];
-  if (!dtype_is_float(act) || !dtype_is_float(d.dtype[2]) || d.dtype[1] != act) return false;
+  if (!is_gpu_float(act) || !is_gpu_float(d.dtype[2]) || d.dtype[1] != act) return false;  // no fp8 cache yet
   const int64_t n = 16 / int64_t(dtype_size(act)), D = d.dim[0], rot = d.dim[1];
   if (D != d.dim[3] || D % n != 0 || D / n > 32 || rot < 0 || rot > D || d.dim[2] <= 0) return false;
   if (rot == 0) return true;

@@ -118,7 +118,8 @@ namespace {
 
 std::vector<OpCase> attention_cases(DType act, bool decode) {
   std::vector<OpCase> v;
-  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
+  // fp8 caches (--kv-dtype fp8) under f32 activations: the CPU backend's; GPU kernels refuse them.
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
     if (act != DType::F32 && cache_dt != act) continue;
     for (const AttnShape& s : shapes(decode)) v.push_back(attention_case(act, cache_dt, s, decode));
   }
@@ -127,7 +128,7 @@ std::vector<OpCase> attention_cases(DType act, bool decode) {
 
 std::vector<OpCase> kv_write_cases(DType act) {
   std::vector<OpCase> v;
-  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
     if (act != DType::F32 && cache_dt != act) continue;
     for (auto [T, H, D, page] : {std::tuple{1, 2, 64, 16}, {7, 4, 128, 16}, {13, 1, 576, 64}, {33, 8, 32, 16}}) {
       CaseRng r(uint64_t(T * 3 + H + D + page + int(cache_dt)));

@@ -1,5 +1,6 @@
 // Reference: paged KV write and causal GQA attention over the paged cache (double precision,
-// two passes: max then exp-sum), one query at a time.
+// two passes: max then exp-sum), one query at a time. Any float cache dtype; an fp8 one stores
+// saturating at +-448 (store_satfinite).
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -23,7 +24,7 @@ double cache_at(const Tensor& c, int64_t slot, int64_t h, int64_t d) {
 }
 void cache_put(const Tensor& c, int64_t slot, int64_t h, int64_t d, double v) {
   const int64_t page = c.size(1);
-  store(c.dtype, c.data,
+  store_satfinite(c.dtype, c.data,
         (slot / page) * c.strides[0] + (slot % page) * c.strides[1] + h * c.strides[2] + d * c.strides[3], v);
 }
 
@@ -78,7 +79,10 @@ void attention(const AttentionArgs& a, Stream&) {
 void register_attention_ref() {
   auto any = [](const OpDesc&, const DeviceCaps&) { return true; };
   const auto C = DeviceKind::CPU;
-  register_kernel<KvWriteArgs>(Op::KV_WRITE, C, "ref.kv_write", P, any, kv_write);
+  // A KV cache holds floats (f32/f16/bf16/f8_e4m3): an integer cache has no kernel anywhere, so
+  // KvCache refuses it when the cache is made.
+  auto float_cache = [](const OpDesc& d, const DeviceCaps&) { return dtype_is_float(d.dtype[2]); };
+  register_kernel<KvWriteArgs>(Op::KV_WRITE, C, "ref.kv_write", P, float_cache, kv_write);
   register_kernel<AttentionArgs>(Op::ATTN_PREFILL, C, "ref.attn_prefill", P, any, attention);
   register_kernel<AttentionArgs>(Op::ATTN_DECODE, C, "ref.attn_decode", P, any, attention);
 }

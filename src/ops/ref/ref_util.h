@@ -33,6 +33,12 @@ inline void store(DType t, void* base, int64_t i, double v) {
   }
 }
 
+// store() for a KV cache: an fp8 cache saturates at +-448 (f32_to_f8e4m3_satfinite).
+inline void store_satfinite(DType t, void* base, int64_t i, double v) {
+  if (t == DType::F8E4M3) static_cast<uint8_t*>(base)[i] = f32_to_f8e4m3_satfinite(float(v));
+  else store(t, base, i, v);
+}
+
 // Element (i, j) of a 2-D view, (i, j, k) of a 3-D view, by strides.
 inline double at(const Tensor& t, int64_t i, int64_t j) {
   return load(t.dtype, t.data, i * t.strides[0] + j * t.strides[1]);
