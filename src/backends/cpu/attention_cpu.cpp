@@ -1,5 +1,6 @@
 // CPU paged attention (prefill and decode share one kernel) and KV write, for f32 queries and
-// an f32/f16/bf16/fp8 cache (fp8 written saturating at +-448, convert_from_f32_satfinite). Work items are (sequence, query head) pairs spread over the thread
+// an f32/f16/bf16/fp8 cache (fp8 written saturating at +-448, convert_from_f32_satfinite; rows read
+// in their dtype, cache_row.h). Work items are (sequence, query head) pairs spread over the thread
 // pool; each query runs an online softmax over its causal window, reading keys through the
 // block table one page at a time.
 #include <algorithm>
@@ -8,8 +9,9 @@
 #include <limits>
 #include <vector>
 
+#include "backends/cpu/cache_row.h"
 #include "backends/cpu/cpu_kernels.h"
-#include "backends/cpu/simd.h"
+#include "core/error.h"
 #include "core/thread_pool.h"
 #include "ops/op_args.h"
 #include "ops/registry.h"
@@ -39,19 +41,19 @@ void kv_write(const KvWriteArgs& a, Stream&) {
   }
 }
 
-void attention(const AttentionArgs& a, Stream&) {
+// The paged attention for a cache of dtype T: rows are read in place (cache_row.h).
+template <DType T>
+void attention_typed(const AttentionArgs& a) {
   const int64_t B = a.seq_lens.size(0), Hq = a.q.size(1), Hkv = a.k_cache.size(2);
   const int64_t Dk = a.q.size(2), Dv = a.v_cache.size(3), page = a.k_cache.size(1);
   const int64_t group = Hq / Hkv;
-  const DType ct = a.k_cache.dtype;
-  const size_t es = dtype_size(ct);
+  const int64_t es = int64_t(dtype_size(T));
   const int32_t* qsl = a.query_start_loc.ptr<int32_t>();
   const int32_t* lens = a.seq_lens.ptr<int32_t>();
   const int32_t* bt = a.block_tables.ptr<int32_t>();
   const int64_t bt_stride = a.block_tables.strides[0];
 
   ThreadPool::global().parallel_for(B * Hq, [&](int64_t w0, int64_t w1, int) {
-    std::vector<float> kbuf(static_cast<size_t>(Dk)), vbuf(static_cast<size_t>(Dv));
     std::vector<float> acc(static_cast<size_t>(Dv)), q(static_cast<size_t>(Dk));
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t b = w / Hq, h = w % Hq, kh = h / group;
@@ -65,16 +67,10 @@ void attention(const AttentionArgs& a, Stream&) {
         for (int64_t p = 0; p <= pos; ++p) {
           const int64_t blk = bt[b * bt_stride + p / page], off = p % page;
           const char* kp = static_cast<const char*>(a.k_cache.data) +
-                           (blk * a.k_cache.strides[0] + off * a.k_cache.strides[1] + kh * a.k_cache.strides[2]) * int64_t(es);
-          const float* kf;
-          if (ct == DType::F32) kf = reinterpret_cast<const float*>(kp);
-          else { widen(ct, kp, kbuf.data(), Dk); kf = kbuf.data(); }
-          const float s = dot_f32(q.data(), kf, Dk);
+                           (blk * a.k_cache.strides[0] + off * a.k_cache.strides[1] + kh * a.k_cache.strides[2]) * es;
           const char* vp = static_cast<const char*>(a.v_cache.data) +
-                           (blk * a.v_cache.strides[0] + off * a.v_cache.strides[1] + kh * a.v_cache.strides[2]) * int64_t(es);
-          const float* vf;
-          if (ct == DType::F32) vf = reinterpret_cast<const float*>(vp);
-          else { widen(ct, vp, vbuf.data(), Dv); vf = vbuf.data(); }
+                           (blk * a.v_cache.strides[0] + off * a.v_cache.strides[1] + kh * a.v_cache.strides[2]) * es;
+          const float s = dot_row<T>(q.data(), kp, Dk);
           if (s > m) {
             const float corr = std::exp(m - s);
             l *= corr;
@@ -83,13 +79,23 @@ void attention(const AttentionArgs& a, Stream&) {
           }
           const float e = std::exp(s - m);
           l += e;
-          for (int64_t d = 0; d < Dv; ++d) acc[size_t(d)] += e * vf[d];
+          axpy_row<T>(e, vp, acc.data(), Dv);
         }
         float* op = a.out.ptr<float>() + (q0 + i) * a.out.strides[0] + h * a.out.strides[1];
         for (int64_t d = 0; d < Dv; ++d) op[d] = acc[size_t(d)] / l;
       }
     }
   }, grain_for(int64_t(std::max(1, a.max_q_len)) * std::max(1, a.max_seq_len) * (Dk + Dv)));
+}
+
+void attention(const AttentionArgs& a, Stream&) {
+  switch (a.k_cache.dtype) {
+    case DType::F32: return attention_typed<DType::F32>(a);
+    case DType::BF16: return attention_typed<DType::BF16>(a);
+    case DType::F16: return attention_typed<DType::F16>(a);
+    case DType::F8E4M3: return attention_typed<DType::F8E4M3>(a);
+    default: PL_THROW("cpu.attn_paged: cache dtype {}", dtype_name(a.k_cache.dtype));  // refused by supports
+  }
 }
 
 bool supports_cache(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16 || t == DType::F8E4M3; }

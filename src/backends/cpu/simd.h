@@ -34,18 +34,20 @@ inline const float* fp8_lut() {
   return lut.data();
 }
 
-// n fp8_e4m3 values times `scale` as f32. e4m3 bits (v & 0x7f) << 7 read as an f16 are the
-// same number with exponent bias 15 instead of 7 (subnormals included), so one cvtph and a
-// multiply by 2^8 * scale convert 8 values at a time; the sign bit moves to bit 15.
+// 8 fp8_e4m3 values as f32 times 2^-8. e4m3 bits (v & 0x7f) << 7 read as an f16 are the same
+// number with exponent bias 15 instead of 7 (subnormals included), so one cvtph converts 8 values
+// at a time and a multiply by 2^8 restores the scale; the sign bit moves to bit 15.
+inline __m256 load8_fp8_div256(const uint8_t* p) {
+  const __m128i mag = _mm_set1_epi16(0x7f), sign = _mm_set1_epi16(0x80);
+  const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_cvtph_ps(_mm_or_si128(_mm_slli_epi16(_mm_and_si128(v, mag), 7), _mm_slli_epi16(_mm_and_si128(v, sign), 8)));
+}
+
+// n fp8_e4m3 values times `scale` as f32 (load8_fp8_div256, 8 at a time).
 inline void fp8_to_f32_scaled(const uint8_t* src, float* dst, int64_t n, float scale) {
   const __m256 mul = _mm256_set1_ps(256.f * scale);
-  const __m128i mag = _mm_set1_epi16(0x7f), sign = _mm_set1_epi16(0x80);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i v = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + i)));
-    const __m128i h = _mm_or_si128(_mm_slli_epi16(_mm_and_si128(v, mag), 7), _mm_slli_epi16(_mm_and_si128(v, sign), 8));
-    _mm256_storeu_ps(dst + i, _mm256_mul_ps(_mm256_cvtph_ps(h), mul));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, _mm256_mul_ps(load8_fp8_div256(src + i), mul));
   const float* lut = nullptr;
   for (; i < n; ++i) {
     if (!lut) lut = fp8_lut();
