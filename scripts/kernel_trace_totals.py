@@ -28,7 +28,7 @@ def group(mangled):
     return mangled[:44]
 
 
-rows = [(start, end, group(name), grid) for start, end, _stream, grid, name in read_trace(sys.argv[1])]
+rows = [(start, end, group(name)) for start, end, _stream, _grid, name in read_trace(sys.argv[1])]
 top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
 rows.sort()
 SAMPLER, PREFILL = re.compile(r"sample|argmax", re.I), re.compile(r"prefill", re.I)
@@ -45,46 +45,36 @@ if not rows:
 
 # Steps: cut after each sampler kernel; a step is a prefill step when one of its kernels is a
 # prefill attention kernel.
-step_of = []
-step_is_prefill = []
-cur = 0
-has_prefill = False
-open_step = False
+steps, cur = [], []
 for r in rows:
-    step_of.append(cur)
-    open_step = True
-    if PREFILL.search(r[2]):
-        has_prefill = True
+    cur.append(r)
     if SAMPLER.search(r[2]):
-        step_is_prefill.append(has_prefill)
-        cur += 1
-        has_prefill = False
-        open_step = False
-if open_step:
-    step_is_prefill.append(has_prefill)
+        steps.append(cur)
+        cur = []
+if cur:
+    steps.append(cur)
 
 inc = {"prefill": defaultdict(float), "decode": defaultdict(float)}
 dur = {"prefill": defaultdict(float), "decode": defaultdict(float)}
 cnt = {"prefill": defaultdict(int), "decode": defaultdict(int)}
 idle = {"prefill": 0.0, "decode": 0.0}  # gaps charged to the step of the kernel after them
 covered_to = rows[0][0]
-for r, s in zip(rows, step_of):
-    start, end, name, _grid = r
-    phase = "prefill" if step_is_prefill[s] else "decode"
-    idle[phase] += max(0, start - covered_to)
-    add = max(0, end - max(start, covered_to))
-    covered_to = max(covered_to, end)
-    inc[phase][name] += add
-    dur[phase][name] += end - start
-    cnt[phase][name] += 1
+n_prefill = 0
+for step in steps:
+    phase = "prefill" if any(PREFILL.search(name) for _, _, name in step) else "decode"
+    n_prefill += phase == "prefill"
+    for start, end, name in step:
+        idle[phase] += max(0, start - covered_to)
+        inc[phase][name] += max(0, end - max(start, covered_to))
+        covered_to = max(covered_to, end)
+        dur[phase][name] += end - start
+        cnt[phase][name] += 1
 span = rows[-1][1] - rows[0][0]
 busy = span - idle["prefill"] - idle["decode"]
-n_steps = len(step_is_prefill)
-n_prefill = sum(step_is_prefill)
 if startup:
     print(f"start-up: {len(startup)} kernels over {(startup[-1][1] - startup[0][0]) / 1e6:.3f} ms (not counted below)")
 print(f"span {span / 1e6:.3f} ms, device busy {busy / 1e6:.3f} ms ({busy / span:.1%}), idle {(span - busy) / 1e6:.3f} ms; "
-      f"{len(rows)} kernels, {n_steps} steps ({n_prefill} with prefill)")
+      f"{len(rows)} kernels, {len(steps)} steps ({n_prefill} with prefill)")
 for phase in ("prefill", "decode"):
     total = sum(inc[phase].values())
     print(f"\n{phase} steps: busy {total / 1e6:.3f} ms, idle before their kernels {idle[phase] / 1e6:.3f} ms")

@@ -1,6 +1,7 @@
 #include "runtime/kv_cache.h"
 
 #include "core/error.h"
+#include "ops/op_args.h"
 
 namespace portllm {
 
@@ -8,13 +9,10 @@ namespace {
 // A cache dtype the backend cannot write is refused here, naming the dtype, rather than at the
 // first step's KV_WRITE (an fp8 cache on a GPU build without fp8-cache kernels, say).
 void require_kv_write_kernel(OpContext& ctx, DType dtype, int64_t page_size) {
-  OpDesc d;
-  d.op = Op::KV_WRITE;
-  d.dtype[0] = ctx.act_dtype;
-  d.dtype[1] = DType::F32;
-  d.dtype[2] = dtype;
-  d.dim[0] = page_size;
-  if (!ctx.dispatcher->try_select(d))
+  // KV_WRITE's descriptor from views without memory: only dtypes and the page size enter it.
+  const Tensor kv = Tensor::view_of(nullptr, ctx.act_dtype, {1, 1, 1});
+  const Tensor cache = Tensor::view_of(nullptr, dtype, {1, page_size, 1, 1});
+  if (!ctx.dispatcher->try_select(KvWriteArgs{kv, kv, cache, cache, Tensor()}.desc()))
     PL_THROW("--kv-dtype {}: {} has no kernel for a KV cache of this dtype; f32, f16 and bf16 caches work on "
              "every backend", dtype_name(dtype), ctx.device->name());
 }

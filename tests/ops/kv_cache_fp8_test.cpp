@@ -44,6 +44,15 @@ Inputs make_inputs(Device& dev) {
   return in;
 }
 
+// Runs the named kernel on a, which it must support.
+template <class Args>
+void run_kernel(Device& dev, const char* name, const Args& a) {
+  const KernelInfo* k = KernelRegistry::instance().find(name);
+  ASSERT_NE(k, nullptr) << name;
+  ASSERT_TRUE(k->supports(a.desc(), dev.caps())) << name;
+  k->run(&a, dev.stream());
+}
+
 void expect_clipped(const Inputs& in, const std::string& kernel) {
   const uint8_t* k = in.k_cache.ptr<uint8_t>() + 5 * kD;
   const uint8_t* v = in.v_cache.ptr<uint8_t>() + 5 * kD;
@@ -58,12 +67,8 @@ void expect_clipped(const Inputs& in, const std::string& kernel) {
 TEST(KvCacheFp8, KvWriteKernelsClipOutliers) {
   Device& dev = cpu();
   for (const char* name : {"ref.kv_write", "cpu.kv_write"}) {
-    const KernelInfo* k = KernelRegistry::instance().find(name);
-    ASSERT_NE(k, nullptr) << name;
     Inputs in = make_inputs(dev);
-    KvWriteArgs a{in.k, in.v, in.k_cache, in.v_cache, in.slots};
-    ASSERT_TRUE(k->supports(a.desc(), dev.caps())) << name;
-    k->run(&a, dev.stream());
+    run_kernel(dev, name, KvWriteArgs{in.k, in.v, in.k_cache, in.v_cache, in.slots});
     expect_clipped(in, name);
   }
 }
@@ -72,8 +77,6 @@ TEST(KvCacheFp8, FusedPreparationClipsOutliers) {
   // No norm, no rotation (rot_dim 0): the cache gets k and v as they are.
   Device& dev = cpu();
   for (const char* name : {"ref.qk_norm_rope_kv_write", "cpu.qk_norm_rope_kv_write"}) {
-    const KernelInfo* k = KernelRegistry::instance().find(name);
-    ASSERT_NE(k, nullptr) << name;
     Inputs in = make_inputs(dev);
     QkNormRopeKvWriteArgs a;
     a.q = dev.zeros(DType::F32, {1, 1, kD});
@@ -85,8 +88,7 @@ TEST(KvCacheFp8, FusedPreparationClipsOutliers) {
     a.k_cache = in.k_cache;
     a.v_cache = in.v_cache;
     a.slot_mapping = in.slots;
-    ASSERT_TRUE(k->supports(a.desc(), dev.caps())) << name;
-    k->run(&a, dev.stream());
+    run_kernel(dev, name, a);
     expect_clipped(in, name);
   }
 }

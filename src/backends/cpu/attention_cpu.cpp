@@ -1,6 +1,6 @@
 // CPU paged attention (prefill and decode share one kernel) and KV write, for f32 queries and
 // an f32/f16/bf16/fp8 cache (fp8 written saturating at +-448, convert_from_f32_satfinite; rows read
-// in their dtype, cache_row.h). Work items are (sequence, query head) pairs spread over the thread
+// in their dtype, simd.h's TypedRow). Work items are (sequence, query head) pairs spread over the thread
 // pool; each query runs an online softmax over its causal window, reading keys through the
 // block table one page at a time.
 #include <algorithm>
@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include "backends/cpu/cache_row.h"
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/simd.h"
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "ops/op_args.h"
@@ -41,7 +41,7 @@ void kv_write(const KvWriteArgs& a, Stream&) {
   }
 }
 
-// The paged attention for a cache of dtype T: rows are read in place (cache_row.h).
+// The paged attention for a cache of dtype T: rows are read in place (TypedRow, simd.h).
 template <DType T>
 void attention_typed(const AttentionArgs& a) {
   const int64_t B = a.seq_lens.size(0), Hq = a.q.size(1), Hkv = a.k_cache.size(2);

@@ -1,4 +1,4 @@
-// Small AVX2 helpers shared by the CPU kernels: widen bf16/f16/fp8 values to f32, dot products.
+// Small AVX2 helpers shared by the CPU kernels: bf16/f16/fp8 values widened to f32, dot products.
 #pragma once
 #include <immintrin.h>
 
@@ -55,38 +55,81 @@ inline void fp8_to_f32_scaled(const uint8_t* src, float* dst, int64_t n, float s
   }
 }
 
-// Widens n values of dtype t (f32/f16/bf16, or f8_e4m3 as fp8_to_f32_scaled decodes it) to f32.
-inline void widen(DType t, const void* src, float* dst, int64_t n) {
-  if (t == DType::F32) {
-    std::memcpy(dst, src, size_t(n) * 4);
-    return;
-  }
-  if (t == DType::F8E4M3) {
-    fp8_to_f32_scaled(static_cast<const uint8_t*>(src), dst, n, 1.f);
-    return;
-  }
-  const uint16_t* s = static_cast<const uint16_t*>(src);
-  int64_t i = 0;
-  if (t == DType::BF16) {
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8_bf16(s + i));
-    for (; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
-  } else {
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8_f16(s + i));
-    for (; i < n; ++i) dst[i] = f16_to_f32(s[i]);
-  }
-}
+// Rows of a stored dtype read as f32, 8 values at a time widened in registers: TypedRow<T>::load8(p,
+// i) gives values i..i+7, at(p, i) value i. The CPU attention reads KV-cache rows in place this
+// way; copying each row to f32 first cost a store and a reload per value (BENCHMARKS.md, eighteenth
+// session: with an fp8 cache that made the paged attention slower than with an f32 one).
+template <DType T>
+struct TypedRow;
 
-inline float dot_f32(const float* a, const float* b, int64_t n) {
+template <>
+struct TypedRow<DType::F32> {
+  static __m256 load8(const void* p, int64_t i) { return _mm256_loadu_ps(static_cast<const float*>(p) + i); }
+  static float at(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
+};
+template <>
+struct TypedRow<DType::BF16> {
+  static __m256 load8(const void* p, int64_t i) { return load8_bf16(static_cast<const uint16_t*>(p) + i); }
+  static float at(const void* p, int64_t i) { return bf16_to_f32(static_cast<const uint16_t*>(p)[i]); }
+};
+template <>
+struct TypedRow<DType::F16> {
+  static __m256 load8(const void* p, int64_t i) { return load8_f16(static_cast<const uint16_t*>(p) + i); }
+  static float at(const void* p, int64_t i) { return f16_to_f32(static_cast<const uint16_t*>(p)[i]); }
+};
+template <>
+struct TypedRow<DType::F8E4M3> {
+  static __m256 load8(const void* p, int64_t i) {
+    return _mm256_mul_ps(load8_fp8_div256(static_cast<const uint8_t*>(p) + i), _mm256_set1_ps(256.f));
+  }
+  static float at(const void* p, int64_t i) { return f8e4m3_to_f32(static_cast<const uint8_t*>(p)[i]); }
+};
+
+// sum_i q[i] * row[i]: two 8-wide accumulators, then the tail.
+template <DType T>
+float dot_row(const float* q, const void* row, int64_t n) {
+  using R = TypedRow<T>;
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), R::load8(row, i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), R::load8(row, i + 8), acc1);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), R::load8(row, i), acc0);
   float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * b[i];
+  for (; i < n; ++i) s += q[i] * R::at(row, i);
   return s;
 }
+
+// acc[i] += e * row[i].
+template <DType T>
+void axpy_row(float e, const void* row, float* acc, int64_t n) {
+  using R = TypedRow<T>;
+  const __m256 ev = _mm256_set1_ps(e);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(ev, R::load8(row, i), _mm256_loadu_ps(acc + i)));
+  for (; i < n; ++i) acc[i] += e * R::at(row, i);
+}
+
+// dst[i] = row[i] as f32.
+template <DType T>
+void widen_row(const void* row, float* dst, int64_t n) {
+  using R = TypedRow<T>;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, R::load8(row, i));
+  for (; i < n; ++i) dst[i] = R::at(row, i);
+}
+
+// Widens n values of dtype t (f32/bf16/f16/f8_e4m3) to f32.
+inline void widen(DType t, const void* src, float* dst, int64_t n) {
+  switch (t) {
+    case DType::F32: std::memcpy(dst, src, size_t(n) * 4); return;
+    case DType::BF16: return widen_row<DType::BF16>(src, dst, n);
+    case DType::F16: return widen_row<DType::F16>(src, dst, n);
+    default: return widen_row<DType::F8E4M3>(src, dst, n);  // the kernels' supports() admit no other
+  }
+}
+
+inline float dot_f32(const float* a, const float* b, int64_t n) { return dot_row<DType::F32>(a, b, n); }
 
 }  // namespace portllm::cpu

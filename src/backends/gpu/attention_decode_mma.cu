@@ -34,9 +34,10 @@
 // its common path is a strided copy (one pointer per operand), the per-row block-table path (pages
 // that are not a multiple of 16 keys) a rolled loop, and the prologue keeps one copy of it: the
 // batch-1 instance <bf16, 128, false, 8> is 61 KB instead of the 112 KB of the unrolled form
-// (scripts/kernel_code_size.sh). H200, same binary, against the unrolled form: Qwen3-8B batch 1
-// 4.08 -> 4.01 ms, Qwen3-30B-A3B 2.69 -> 2.60, Llama-3.1-8B 3.94 -> 3.88, and the throughput
-// workload 9390 -> 9661 out tok/s (its decode attention 5.39 -> 4.88 s, ~0.92 of the bandwidth).
+// (scripts/kernel_code_size.sh). H200, same binary, against the unrolled form (BENCHMARKS.md,
+// eighteenth session, with the commands): Qwen3-8B batch 1 4.08 -> 4.01 ms, Qwen3-30B-A3B 2.69 ->
+// 2.60, Llama-3.1-8B 3.94 -> 3.88, and the throughput workload 9390 -> 9661 out tok/s (its decode
+// attention 5.39 -> 4.88 s, ~0.92 of the bandwidth).
 //
 // Several splits are merged inside the same launch: every block writes its partial (max, sum,
 // unnormalized output), and the last block to finish for a (sequence, KV head, row tile), found

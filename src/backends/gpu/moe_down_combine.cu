@@ -170,8 +170,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
   };
   // The chunk at c0: its width and its steps per slot. The first two steps of chunk 0 are loaded
   // here, before the wait, exactly as the loop below would load them: one fewer HBM round trip
-  // after the gate|up GEMM ends than with one (H200, batch 1: Qwen3-30B-A3B 2.60 -> 2.58 ms,
-  // DeepSeek-V2-Lite 2.72 -> 2.71).
+  // after the gate|up GEMM ends than with one (H200, batch 1, `bench latency` in BENCHMARKS.md,
+  // eighteenth session: Qwen3-30B-A3B 2.60 -> 2.58 ms, DeepSeek-V2-Lite 2.72 -> 2.71).
   auto chunk_width = [&](int64_t c0) { return int(std::min<int64_t>(kc_stride, K - c0)); };
   auto steps_per_slot = [&](int kc) { return (kc + kStep - 1) / kStep; };
   {
