@@ -22,7 +22,7 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--mem-fraction-static", c.mem_fraction_static,
                   "fraction of free device memory (after weights) for the KV cache (CPU: capped at 2 GiB)")->capture_default_str();
   cmd->add_option("--max-model-len", c.max_model_len, "longest prompt + output (default: max_position_embeddings)");
-  cmd->add_option("--kv-dtype,--kv-cache-dtype", c.kv_dtype, "auto | f32 | f16 | bf16 | fp8 (e4m3, saturating; CPU backend only so far)")->capture_default_str();
+  cmd->add_option("--kv-dtype,--kv-cache-dtype", c.kv_dtype, "auto | f32 | f16 | bf16 | fp8 (e4m3, saturating)")->capture_default_str();
   cmd->add_option("--page-size,--block-size", c.page_size, "tokens per KV block (default: the backend's preference)");
   cmd->add_option("--cuda-graph-bs", c.cuda_graph_batch_sizes,
                   "decode batch sizes captured as CUDA/MUSA graphs (default 1,2,4,8,16,24,...,256 up to --max-num-seqs)")

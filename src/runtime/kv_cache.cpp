@@ -7,14 +7,14 @@ namespace portllm {
 
 namespace {
 // A cache dtype the backend cannot write is refused here, naming the dtype, rather than at the
-// first step's KV_WRITE (an fp8 cache on a GPU build without fp8-cache kernels, say).
+// first step's KV_WRITE (a dtype no kernel writes, or one a new backend has no kernel for yet).
 void require_kv_write_kernel(OpContext& ctx, DType dtype, int64_t page_size) {
   // KV_WRITE's descriptor from views without memory: only dtypes and the page size enter it.
   const Tensor kv = Tensor::view_of(nullptr, ctx.act_dtype, {1, 1, 1});
   const Tensor cache = Tensor::view_of(nullptr, dtype, {1, page_size, 1, 1});
   if (!ctx.dispatcher->try_select(KvWriteArgs{kv, kv, cache, cache, Tensor()}.desc()))
-    PL_THROW("--kv-dtype {}: {} has no kernel for a KV cache of this dtype; f32, f16 and bf16 caches work on "
-             "every backend", dtype_name(dtype), ctx.device->name());
+    PL_THROW("--kv-dtype {}: {} has no kernel for a KV cache of this dtype; f32, f16, bf16 and fp8 caches work "
+             "on every backend", dtype_name(dtype), ctx.device->name());
 }
 }  // namespace
 

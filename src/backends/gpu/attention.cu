@@ -8,7 +8,7 @@
 // Causal: query at position p sees keys 0..p; tiles past the tile's last position are skipped.
 //
 // Head dims up to 256 (8 values per lane); K and V head dims may differ. Any pairing of f32 /
-// bf16 / f16 for q/out and the cache.
+// bf16 / f16 for q/out and the cache, or an fp8 (e4m3) cache.
 #include <algorithm>
 #include <cmath>
 
@@ -81,7 +81,7 @@ void kv_write(const KvWriteArgs& a, Stream& s) {
   const int64_t T = a.k.size(0);
   if (T == 0) return;
   dispatch_float(a.k.dtype, [&](auto tk) {
-    dispatch_float(a.k_cache.dtype, [&](auto tc) {
+    dispatch_cache(a.k_cache.dtype, [&](auto tc) {
       using TK = typename decltype(tk)::type;
       using TC = typename decltype(tc)::type;
       constexpr int N = std::max(kVec16<TK>, kVec16<TC>);
@@ -227,7 +227,7 @@ void attn_prefill_portable(const AttentionArgs& a, Stream& s) {
 
 namespace {
 bool attn_supports(const OpDesc& d, const DeviceCaps& c) {
-  if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
+  if (!is_gpu_float(d.dtype[0]) || !is_gpu_cache(d.dtype[2])) return false;
   const int64_t Dk = d.dim[0], Dv = d.dim[3];
   if (Dk > kMaxD || Dv > kMaxD || Dk <= 0 || Dv <= 0) return false;
   if (prefill_smem(int(Dk), int(Dv)) > std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) return false;
@@ -237,7 +237,7 @@ bool attn_supports(const OpDesc& d, const DeviceCaps& c) {
 
 void register_attention_kernels() {
   register_kernel<KvWriteArgs>(Op::KV_WRITE, kKind, "gpu.kv_write", 10,
-                               [](const OpDesc& d, const DeviceCaps&) { return is_gpu_float(d.dtype[0]) && is_gpu_float(d.dtype[2]); },
+                               [](const OpDesc& d, const DeviceCaps&) { return is_gpu_float(d.dtype[0]) && is_gpu_cache(d.dtype[2]); },
                                kv_write);
   register_kernel<AttentionArgs>(Op::ATTN_PREFILL, kKind, "gpu.attn_prefill_tiled", 10,
                                  [](const OpDesc& d, const DeviceCaps& c) { return attn_supports(d, c); },

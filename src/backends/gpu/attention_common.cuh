@@ -81,32 +81,41 @@ inline AttnParams params_of(const AttentionArgs& a) {
 }
 
 // q and both caches allow 16-byte vector copies: 16-byte aligned bases, strides in whole vectors
-// of 8 16-bit values (what the tensor-core kernels' cp.async copies need).
-inline bool attention_views_vec16(const AttnParams& p) {
+// of 8 16-bit values for q and of cache_vec cache values (8, or 16 for fp8) for the caches (what
+// the tensor-core kernels' cp.async copies need).
+inline bool attention_views_vec16(const AttnParams& p, int cache_vec) {
   return aligned16(p.q) && aligned16(p.k_cache) && aligned16(p.v_cache) && p.q_s0 % 8 == 0 && p.q_s1 % 8 == 0 &&
-         p.kc_s0 % 8 == 0 && p.kc_s1 % 8 == 0 && p.kc_s2 % 8 == 0 && p.vc_s0 % 8 == 0 && p.vc_s1 % 8 == 0 &&
-         p.vc_s2 % 8 == 0;
+         p.kc_s0 % cache_vec == 0 && p.kc_s1 % cache_vec == 0 && p.kc_s2 % cache_vec == 0 &&
+         p.vc_s0 % cache_vec == 0 && p.vc_s1 % cache_vec == 0 && p.vc_s2 % cache_vec == 0;
 }
 
-// What the tensor-core attention kernels (NVIDIA-only, attention_*_mma.cu) take: q and cache of one
-// 16-bit dtype (bf16 only with bf16 matrix units), Dk = Dv in {64, 128, 256}, and the shared
-// memory the kernel needs at that head dim (smem64 / smem128 / smem256), on NVIDIA sm_80+.
-inline bool mma_attention_supports(const OpDesc& d, const DeviceCaps& c, size_t smem64, size_t smem128,
-                                   size_t smem256) {
+// What the tensor-core attention kernels (NVIDIA-only, attention_*_mma.cu) take: q of a 16-bit
+// dtype (bf16 only with bf16 matrix units) and a cache of the same dtype or fp8 (e4m3, widened to
+// q's dtype in shared memory), Dk = Dv in {64, 128, 256}, and the shared memory the kernel needs
+// at that head dim and cache dtype (smem(D, fp8)), on NVIDIA sm_80+.
+inline bool mma_attention_supports(const OpDesc& d, const DeviceCaps& c, size_t (*smem)(int64_t D, bool fp8)) {
   const DType tq = d.dtype[0], tc = d.dtype[2];
-  if (tq != tc || (tq != DType::BF16 && tq != DType::F16)) return false;
+  if ((tq != DType::BF16 && tq != DType::F16) || (tc != tq && tc != DType::F8E4M3)) return false;
   if (tq == DType::BF16 && !c.bf16_matmul) return false;
   const int64_t Dk = d.dim[0], Dv = d.dim[3];
   if (Dk != Dv || (Dk != 64 && Dk != 128 && Dk != 256)) return false;
-  const size_t need = Dk == 64 ? smem64 : Dk == 128 ? smem128 : smem256;
-  return need <= size_t(std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) && c.vendor == "nvidia" &&
-         c.arch >= 80;
+  return smem(Dk, tc == DType::F8E4M3) <= size_t(std::max(c.shared_mem_per_block_optin, c.shared_mem_per_block)) &&
+         c.vendor == "nvidia" && c.arch >= 80;
+}
+
+// Calls fn(Tag<T>{}, Tag<TC>{}) for the tensor-core kernels' pairings (mma_attention_supports):
+// T = q's bf16 / f16, TC = T or the fp8 cache's gpu_fp8; returns what fn returns.
+template <class Fn>
+auto dispatch_mma_attention(const AttentionArgs& a, Fn&& fn) {
+  const bool fp8 = a.k_cache.dtype == DType::F8E4M3;
+  if (a.q.dtype == DType::BF16) return fp8 ? fn(Tag<gpu_bf16>{}, Tag<gpu_fp8>{}) : fn(Tag<gpu_bf16>{}, Tag<gpu_bf16>{});
+  return fp8 ? fn(Tag<gpu_half>{}, Tag<gpu_fp8>{}) : fn(Tag<gpu_half>{}, Tag<gpu_half>{});
 }
 
 template <class Fn>
 void dispatch_attn(const AttentionArgs& a, Fn&& fn) {
   dispatch_float(a.q.dtype, [&](auto tq) {
-    dispatch_float(a.k_cache.dtype, [&](auto tc) { fn(tq, tc); });
+    dispatch_cache(a.k_cache.dtype, [&](auto tc) { fn(tq, tc); });
   });
 }
 

@@ -255,7 +255,7 @@ void launch_g(const AttnParams& p, int B, gpuStream_t st) {
 }
 
 bool supports(const OpDesc& d, const DeviceCaps&) {
-  if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
+  if (!is_gpu_float(d.dtype[0]) || !is_gpu_cache(d.dtype[2])) return false;
   const int64_t Dk = d.dim[0], Dv = d.dim[3];
   return Dk > 0 && Dv > 0 && Dk <= kMaxD && Dv <= kMaxD;
 }

@@ -1,7 +1,9 @@
-// ATTN_DECODE on NVIDIA tensor cores (sm_80+): split-KV decode for bf16/f16 caches.
+// ATTN_DECODE on NVIDIA tensor cores (sm_80+): split-KV decode for bf16/f16 caches, and for fp8
+// (e4m3) caches under bf16/f16 queries (tiles widened in shared memory: kStageLd below).
 // NVIDIA-only fast path (inline PTX: mma.sync, ldmatrix, cp.async), ARCHITECTURE.md rule 4; its
 // portable sibling is attention_decode.cu, which MUSA builds and which this kernel falls back to
-// for what it does not take (f32, mixed dtypes, head dims other than 64/128/256, unaligned views).
+// for what it does not take (f32, other mixed dtypes, head dims other than 64/128/256, unaligned
+// views).
 //
 // Why tensor cores for a memory-bound op: the G query heads that share a KV head form the rows of
 // an m16n8k16 tile (padded to 16), so one K/V tile read serves all of them and the per-key
@@ -70,6 +72,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <type_traits>
 
 #include "backends/gpu/attention_common.cuh"
 #include "backends/gpu/env_switch.h"
@@ -96,6 +99,10 @@ constexpr float kLog2e = 1.4426950408889634f;
 // way), and two keep three blocks per SM for large batches. The cluster form too: three stages
 // 12.3 / 55.8 us against 12.1 / 54.8, and four (one block per SM: a cluster of 16 then needs 16
 // free SMs of one GPC) 21.8 / 88.0.
+// fp8 caches too: four stages (twice the tiles in flight, for the same bytes in flight as bf16,
+// two blocks per SM instead of three) measured slower on the H200 (`ops perf --cold`, Qwen3-8B
+// heads, same binary: 256 x 1k keys 260.9 against 237.1 us, 64 x 1k 90.5 / 77.4, 1 x 32k 39.9 /
+// 38.9).
 constexpr int kStages = 2;
 
 // Arrival counters of the in-kernel split merge, one per (sequence, KV head, row tile) of a
@@ -111,17 +118,35 @@ __device__ unsigned int g_split_counters[kMaxCounters];
 
 template <int D> constexpr int kLd = D + 8;  // padded smem row: 16-byte aligned, no ldmatrix bank conflicts
 template <int D> constexpr size_t kTileElems = size_t(kKeys) * kLd<D>;
-// Q, then per warp kStages buffers of (K tile, V tile). After the loop the whole region is reused:
-// the warps' final outputs (f32), then the split merge's weights and partial outputs.
-template <int D, int W = kWarps>
-constexpr size_t kSmemBytes = (size_t(kRows) * kLd<D> + size_t(W) * kStages * 2 * kTileElems<D>) * 2;
+// An fp8 (e4m3) cache: tiles are copied as they are (rows of D bytes, half the bytes of a 16-bit
+// tile) and widened to f16 in shared memory (widen_fp8_tile, mma_sm80.cuh) before ldmatrix reads
+// them. ldmatrix's rows are 16-bit values (fp8 ones exist from sm_100 on), and the P V product
+// needs V transposed, which only ldmatrix.trans does cheaply. The widening is two conversions per
+// 4 values on sm_89+ (to f16, the MMAs' dtype for fp8 caches: TM in the kernel); widened to bf16
+// by shifts and a multiply (~10 instructions per 4 values) the throughput workload ran no faster
+// than with a bf16 cache (H200: 9781 against 9729 out tok/s). Half the bytes do not halve the
+// time, because the loop is bound by instruction latency per tile, not by bandwidth (see the Q
+// fragments below): H200, `ops perf --cold`, Qwen3-8B heads at batch 256 x 1k keys, fp8 202.4
+// against bf16 267.1 us; the throughput workload 9889 against 9413 out tok/s (BENCHMARKS.md,
+// nineteenth session).
+template <class TC> constexpr bool kFp8 = sizeof(TC) == 1;
+template <int D, class TC> constexpr int kStageLd = kFp8<TC> ? D : kLd<D>;  // a copied row, in TC values
+template <int D, class TC> constexpr size_t kStageBytes = size_t(kKeys) * kStageLd<D, TC> * sizeof(TC);
+template <int D, class TC> constexpr size_t kWideBytes = kFp8<TC> ? 2 * kTileElems<D> * 2 : 0;  // fp8: (K, V) as f16
+// Q, then per warp kStages buffers of (K tile, V tile) as copied and, for fp8, one (K, V) pair
+// widened. After the loop the whole region is reused: the warps' final outputs (f32), then the
+// split merge's weights and partial outputs.
+template <int D, class TC>
+constexpr size_t kWarpBytes = kStages * 2 * kStageBytes<D, TC> + kWideBytes<D, TC>;
+template <int D, int W = kWarps, class TC = gpu_bf16>
+constexpr size_t kSmemBytes = size_t(kRows) * kLd<D> * 2 + size_t(W) * kWarpBytes<D, TC>;
 
 // The merging block's share of the work: out = sum_s w_s o_s / sum_s w_s l_s with
 // w_s = 2^(m_s - M), over every split s in split order (deterministic whichever block arrives
 // last). Partial outputs are staged in shared memory with cp.async (L2 only: other blocks wrote
 // them, and L1 is not coherent), as many splits at a time as fit, so all of a chunk's loads are in
 // flight together; the weights are computed while they land.
-template <class T, int D, int W>
+template <class T, class TC, int D, int W>
 __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char* smem_raw, float* s_L, int b, int qrow,
                                              int h0, int ng, int ns) {
   constexpr int V4 = D / 4, kThreads = W * 32;  // float4 per output row; threads per block
@@ -130,7 +155,7 @@ __device__ __forceinline__ void merge_splits(const AttnParams& p, unsigned char*
   float* sw = reinterpret_cast<float*>(smem_raw);      // [ng][ns] weights
   const int wfloats = (ng * ns + 3) & ~3;
   float* so = sw + wfloats;  // [ng][chunk][D] partial outputs
-  const int cap = (int(kSmemBytes<D, W> / 4) - wfloats) / (ng * D);
+  const int cap = (int(kSmemBytes<D, W, TC> / 4) - wfloats) / (ng * D);
 
   auto stage = [&](int s0, int n) {
     for (int g = 0; g < ng; ++g) {
@@ -250,15 +275,20 @@ __device__ __forceinline__ void cluster_merge(const AttnParams& p, const float* 
 // kCluster: the splits of a (sequence, KV head, row tile) are one thread-block cluster (grid.z =
 // p.splits = the cluster size) and merge through distributed shared memory (cluster_merge) instead
 // of global partials, a fence, a counter and a last block's reads.
-template <class T, int D, bool kCluster, int W>
+template <class T, class TC, int D, bool kCluster, int W>
 __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row
+  constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row of Q
+  // The cache as copied: 16-byte vectors of EV values, CVPR per row, rows SLD values apart.
+  constexpr int EV = 16 / int(sizeof(TC)), CVPR = D / EV, SLD = kStageLd<D, TC>;
   constexpr int kThreads = W * 32;
-  static_assert(size_t(W) * kRows * D * 4 <= kSmemBytes<D, W>, "warp outputs fit the shared memory");
-  static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kSmemBytes<D, W>,
+  // The MMAs' dtype: q's, or f16 for an fp8 cache (one instruction widens a pair of e4m3 to f16
+  // on sm_89+, against ~5 to bf16: widen_fp8x4); Q is converted as it is staged, K and V widened.
+  using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;
+  static_assert(size_t(W) * kRows * D * 4 <= kSmemBytes<D, W, TC>, "warp outputs fit the shared memory");
+  static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kSmemBytes<D, W, TC>,
                 "the split merge fits at least one split at a time");
-  static_assert(kKeys * VPR % 32 == 0, "a tile is a whole number of 16-byte copies per lane");
+  static_assert(kKeys * CVPR % 32 == 0, "a tile is a whole number of 16-byte copies per lane");
   const int row_tiles = (p.group + kRows - 1) / kRows;
   const int kh = blockIdx.x / row_tiles, rt = blockIdx.x % row_tiles;
   const int b = blockIdx.y, split = blockIdx.z;
@@ -284,14 +314,17 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sKV = sQ + kRows * LD;
+  TM* sQ = reinterpret_cast<TM*>(smem_raw);
+  unsigned char* s_warp = smem_raw + size_t(kRows) * LD * 2 + size_t(warp) * kWarpBytes<D, TC>;
+  // Buffer buf's K tile as copied (its V tile follows it), and for fp8 the widened (K, V) pair.
+  auto staged = [&](int buf) { return reinterpret_cast<TC*>(s_warp + size_t(buf) * 2 * kStageBytes<D, TC>); };
+  TM* s_wide = reinterpret_cast<TM*>(s_warp + kStages * 2 * kStageBytes<D, TC>);
   __shared__ float s_m[W][kRows], s_l[W][kRows], s_L[kRows];
   __shared__ float s_bm[kRows], s_bl[kRows];  // kCluster: this block's (max, sum) per row
   __shared__ unsigned s_last;
   const T* q = static_cast<const T*>(p.q);
-  const T* kc = static_cast<const T*>(p.k_cache);
-  const T* vc = static_cast<const T*>(p.v_cache);
+  const TC* kc = static_cast<const TC*>(p.k_cache);
+  const TC* vc = static_cast<const TC*>(p.v_cache);
 
   // Lane i holds the block-table entry of local tile 32 * bt_batch + i (bt_cur) and of the next
   // 32 tiles (bt_next, loaded one batch ahead): one round trip per 32 tiles, off the copy path.
@@ -315,41 +348,41 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   // Starts the copy of local tile j into buffer buf; rows past the split are zero-filled (their
   // scores are masked, and zero V rows keep P V finite). Called with j = 0, 1, 2, ... in order.
   auto issue = [&](int j, int buf) {
-    T* sK = sKV + size_t(warp * kStages + buf) * 2 * kTileElems<D>;
-    T* sV = sK + kTileElems<D>;
+    TC* sK = staged(buf);
+    TC* sV = sK + kKeys * SLD;
     const int kt = start + (warp + j * W) * kKeys;
     if (one_page) {
       const int blk = page_of_tile(j), in_page = kt % p.page;
-      // Lane l copies vector l % VPR of rows l / VPR, l / VPR + 32 / VPR, ...: one pointer per
+      // Lane l copies vector l % CVPR of rows l / CVPR, l / CVPR + 32 / CVPR, ...: one pointer per
       // operand, stepped by a fixed stride (a few instructions per copy; issue() is inlined three
       // times, so its size is the kernel's).
-      constexpr int kRowStep = 32 / VPR;
-      const int r0 = lane / VPR, c = lane % VPR;
-      const T* ks = kc + int64_t(blk) * p.kc_s0 + int64_t(in_page + r0) * p.kc_s1 + int64_t(kh) * p.kc_s2 + c * 8;
-      const T* vs = vc + int64_t(blk) * p.vc_s0 + int64_t(in_page + r0) * p.vc_s1 + int64_t(kh) * p.vc_s2 + c * 8;
+      constexpr int kRowStep = 32 / CVPR;
+      const int r0 = lane / CVPR, c = lane % CVPR;
+      const TC* ks = kc + int64_t(blk) * p.kc_s0 + int64_t(in_page + r0) * p.kc_s1 + int64_t(kh) * p.kc_s2 + c * EV;
+      const TC* vs = vc + int64_t(blk) * p.vc_s0 + int64_t(in_page + r0) * p.vc_s1 + int64_t(kh) * p.vc_s2 + c * EV;
       const int64_t kstep = kRowStep * p.kc_s1, vstep = kRowStep * p.vc_s1;
 #pragma unroll
       for (int it = 0; it < kKeys / kRowStep; ++it, ks += kstep, vs += vstep) {
         const int r = it * kRowStep + r0;
         const bool ok = kt + r < end;
-        cp_async16(sK + r * LD + c * 8, ok ? ks : kc, ok ? 16 : 0);
-        cp_async16(sV + r * LD + c * 8, ok ? vs : vc, ok ? 16 : 0);
+        cp_async16(sK + r * SLD + c * EV, ok ? ks : kc, ok ? 16 : 0);
+        cp_async16(sV + r * SLD + c * EV, ok ? vs : vc, ok ? 16 : 0);
       }
       return;
     }
     // Pages that are not a multiple of 16 keys: a block-table lookup per row, in a rolled loop so
     // that its code (a division per row) stays out of the common path's instruction stream.
 #pragma unroll 1
-    for (int it = 0; it < kKeys * VPR / 32; ++it) {
-      const int i = it * 32 + lane, r = i / VPR, c = i % VPR;
+    for (int it = 0; it < kKeys * CVPR / 32; ++it) {
+      const int i = it * 32 + lane, r = i / CVPR, c = i % CVPR;
       const bool ok = kt + r < end;
       int64_t ko = 0, vo = 0;
       if (ok) {
         ko = kv_offset(p, b, kt + r, p.kc_s0, p.kc_s1, p.kc_s2, kh);
         vo = kv_offset(p, b, kt + r, p.vc_s0, p.vc_s1, p.vc_s2, kh);
       }
-      cp_async16(sK + r * LD + c * 8, kc + ko + c * 8, ok ? 16 : 0);
-      cp_async16(sV + r * LD + c * 8, vc + vo + c * 8, ok ? 16 : 0);
+      cp_async16(sK + r * SLD + c * EV, kc + ko + c * EV, ok ? 16 : 0);
+      cp_async16(sV + r * SLD + c * EV, vc + vo + c * EV, ok ? 16 : 0);
     }
   };
 
@@ -380,19 +413,40 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   // first K/V reads and the second tile's copy does not wait for Q's round trip. One commit group
   // per tile, possibly empty, so "all but the newest kStages - 1 groups" is always one tile (the
   // early group and Q's count as older ones).
-  for (int i = tid; i < kRows * VPR; i += kThreads) {
-    const int r = i / VPR, c = i % VPR;
-    const int64_t off = r < ng ? int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8 : 0;
-    cp_async16(sQ + r * LD + c * 8, q + off, r < ng ? 16 : 0);
-  }
+  // Q to be converted (bf16 q, fp8 cache) is loaded to registers and stored after the tiles'
+  // copies are issued, so they do not wait for its round trip; its commit group stays, empty.
+  if constexpr (std::is_same_v<TM, T>)
+    for (int i = tid; i < kRows * VPR; i += kThreads) {
+      const int r = i / VPR, c = i % VPR;
+      const int64_t off = r < ng ? int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8 : 0;
+      cp_async16(sQ + r * LD + c * 8, q + off, r < ng ? 16 : 0);
+    }
   cp_async_commit();
 #pragma unroll 1  // one copy of issue()'s code for both buffers (code size: see the top)
   for (int j = 0; j < kStages; ++j) {
     if (j < my_tiles && j >= n_early) issue(j, j);
     cp_async_commit();
   }
+  if constexpr (!std::is_same_v<TM, T>)
+    for (int i = tid; i < kRows * VPR; i += kThreads) {
+      const int r = i / VPR, c = i % VPR;
+      const uint4 v = r < ng ? *reinterpret_cast<const uint4*>(q + int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8)
+                             : make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = bf16x8_to_f16x8_satfinite(v);
+    }
   cp_async_wait<kStages>();  // this thread's Q copies and early tiles (not the first-round ones)
-  __syncthreads();           // everyone's Q copies
+  __syncthreads();           // everyone's Q
+
+  // Q's A fragments stay in registers at head dims up to 128 (32 registers), instead of 8
+  // ldmatrix per tile: the loop is bound by instruction latency, not by bandwidth (ncu, H200,
+  // Qwen3-8B heads at batch 256 x 1k keys: ~500 instructions per warp and 16-key tile, 3 warps per
+  // scheduler, short-scoreboard stalls on shared memory the largest share).
+  constexpr bool kQInRegs = D <= 128;
+  uint32_t qa[kQInRegs ? D / 16 : 1][4];
+  if constexpr (kQInRegs) {
+#pragma unroll
+    for (int kk = 0; kk < D; kk += 16) ldsm_x4(qa[kk / 16], sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
+  }
 
   // The trip count depends on the warp only: every lane runs every iteration (the softmax
   // reductions are full-warp shuffles).
@@ -405,8 +459,15 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     }
     cp_async_wait<kStages - 1>();  // tile j has landed
     __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
-    const T* sK = sKV + size_t(warp * kStages + buf) * 2 * kTileElems<D>;
-    const T* sV = sK + kTileElems<D>;
+    const TM* sK;
+    if constexpr (kFp8<TC>) {
+      widen_fp8_tile<TM, D, 2 * kKeys, 32>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), lane);
+      __syncwarp();  // the widened pair, written by all lanes, is visible to the whole warp
+      sK = s_wide;
+    } else {
+      sK = staged(buf);
+    }
+    const TM* sV = sK + kTileElems<D>;
     const int kt = start + (warp + j * W) * kKeys;
 
     float s[2][4];
@@ -415,10 +476,15 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
 #pragma unroll
     for (int kk = 0; kk < D; kk += 16) {
       uint32_t a[4], kb[4];
-      ldsm_x4(a, sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
+      if constexpr (kQInRegs) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) a[i] = qa[kk / 16][i];
+      } else {
+        ldsm_x4(a, sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
+      }
       ldsm_x4(kb, sK + (lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
-      Mma<T>::run(s[0], a, kb[0], kb[1]);
-      Mma<T>::run(s[1], a, kb[2], kb[3]);
+      Mma<TM>::run(s[0], a, kb[0], kb[1]);
+      Mma<TM>::run(s[1], a, kb[2], kb[3]);
     }
     float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
@@ -447,27 +513,30 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     }
     l0 = l0 * alpha0 + sum0;  // per-thread partial sums; the quad is reduced once at the end
     l1 = l1 * alpha1 + sum1;
+    // The output is rescaled only when some row's maximum moved: after the first tiles it rarely
+    // does, and alpha is then exactly 1 (64 multiplies per tile saved at D = 128).
+    if (__any_sync(0xffffffffu, mn0 != m0 || mn1 != m1)) {
+#pragma unroll
+      for (int i = 0; i < D / 8; ++i) {
+        o[i][0] *= alpha0;
+        o[i][1] *= alpha0;
+        o[i][2] *= alpha1;
+        o[i][3] *= alpha1;
+      }
+    }
     m0 = mn0;
     m1 = mn1;
     uint32_t a[4];  // P's accumulator fragments are the A fragments of P V
-    a[0] = Mma<T>::pack(s[0][0], s[0][1]);
-    a[1] = Mma<T>::pack(s[0][2], s[0][3]);
-    a[2] = Mma<T>::pack(s[1][0], s[1][1]);
-    a[3] = Mma<T>::pack(s[1][2], s[1][3]);
+    a[0] = Mma<TM>::pack(s[0][0], s[0][1]);
+    a[1] = Mma<TM>::pack(s[0][2], s[0][3]);
+    a[2] = Mma<TM>::pack(s[1][0], s[1][1]);
+    a[3] = Mma<TM>::pack(s[1][2], s[1][3]);
 #pragma unroll
     for (int d2 = 0; d2 < D / 16; ++d2) {
-      o[2 * d2][0] *= alpha0;
-      o[2 * d2][1] *= alpha0;
-      o[2 * d2][2] *= alpha1;
-      o[2 * d2][3] *= alpha1;
-      o[2 * d2 + 1][0] *= alpha0;
-      o[2 * d2 + 1][1] *= alpha0;
-      o[2 * d2 + 1][2] *= alpha1;
-      o[2 * d2 + 1][3] *= alpha1;
       uint32_t vb[4];
       ldsm_x4_trans(vb, sV + (lane % 8 + ((lane / 8) % 2) * 8) * LD + d2 * 16 + (lane / 16) * 8);
-      Mma<T>::run(o[2 * d2], a, vb[0], vb[1]);
-      Mma<T>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
+      Mma<TM>::run(o[2 * d2], a, vb[0], vb[1]);
+      Mma<TM>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
     }
     __syncwarp();  // every lane is done with buf before a later iteration refills it
   }
@@ -552,7 +621,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  merge_splits<T, D, W>(p, smem_raw, s_L, b, qrow, h0, ng, ns);
+  merge_splits<T, TC, D, W>(p, smem_raw, s_L, b, qrow, h0, ng, ns);
 #endif
 }
 
@@ -592,11 +661,11 @@ dim3 grid_of(const AttnParams& p, int B) {
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
 }
 
-template <class T, int D, int W>
+template <class T, class TC, int D, int W>
 void launch(const AttnParams& p, int B, Stream& s) {
-  auto* kernel = attn_decode_mma_kernel<T, D, false, W>;
-  (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<D, W>));
-  launch_programmatic(s, kernel, grid_of(p, B), dim3(W * 32), kSmemBytes<D, W>, p);
+  auto* kernel = attn_decode_mma_kernel<T, TC, D, false, W>;
+  (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<D, W, TC>));
+  launch_programmatic(s, kernel, grid_of(p, B), dim3(W * 32), kSmemBytes<D, W, TC>, p);
 }
 
 // Warps per block at small batches (see attn_decode_mma for which): 8, so that a 256-key split's
@@ -611,11 +680,11 @@ int small_batch_warps() {
 
 // The cluster form with p.splits blocks per cluster, if the device fits clusters of that size of
 // this kernel (asked once per size); false: launch the split-and-merge form instead.
-template <class T, int D>
+template <class T, class TC, int D>
 bool launch_cluster(const AttnParams& p, int B, Stream& s) {
   static std::atomic<int> fits[kMaxCluster + 1] = {};  // 0 unknown, 1 yes, 2 no
-  auto* kernel = attn_decode_mma_kernel<T, D, true, kWarps>;
-  constexpr size_t smem = kSmemBytes<D>;
+  auto* kernel = attn_decode_mma_kernel<T, TC, D, true, kWarps>;
+  constexpr size_t smem = kSmemBytes<D, kWarps, TC>;
   const int C = p.splits;
   if (fits[C].load() == 0) {
     (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
@@ -646,7 +715,8 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const int B = int(a.seq_lens.size(0));
   if (B == 0) return;
   // 16-byte copies of q and cache rows: fall back if a view breaks that.
-  const bool ok = attention_views_vec16(p);
+  const bool fp8 = a.k_cache.dtype == DType::F8E4M3;
+  const bool ok = attention_views_vec16(p, fp8 ? 16 : 8);
   if (!ok) return attn_decode_portable(a, s);
   // At least two tiles per warp and split (one in flight while the other is computed).
   // With 4 warps, small batches get about two blocks per compute unit (three fit): one wave, and
@@ -664,7 +734,8 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   // (H200, `ops perf --cold`). With 8 KV heads that is batches up to 8; at 16 a sequence would
   // get one 8-warp split against three 4-warp ones.
   const size_t smem_cap = std::max(caps.shared_mem_per_block_optin, caps.shared_mem_per_block);
-  const int W = 2 * blocks <= caps.num_compute_units && p.Dk <= 128 && kSmemBytes<128, 8> <= smem_cap
+  const int W = 2 * blocks <= caps.num_compute_units && p.Dk <= 128 &&
+                        (fp8 ? kSmemBytes<128, 8, gpu_fp8> : kSmemBytes<128, 8>) <= smem_cap
                     ? small_batch_warps()
                     : kWarps;
   p.splits = W == 8 ? std::min(decode_splits(a, blocks, 2 * W * kKeys, caps, 1), caps.num_compute_units / blocks)
@@ -681,37 +752,42 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
     AttnParams pc = p;
     pc.splits = c;
     pc.merge_in_kernel = false;
-    auto go = [&](auto tag) {
+    auto go = [&](auto tag, auto ctag) {
       using T = typename decltype(tag)::type;
+      using TC = typename decltype(ctag)::type;
       switch (p.Dk) {
-        case 64: return launch_cluster<T, 64>(pc, B, s);
-        case 128: return launch_cluster<T, 128>(pc, B, s);
-        default: return launch_cluster<T, 256>(pc, B, s);
+        case 64: return launch_cluster<T, TC, 64>(pc, B, s);
+        case 128: return launch_cluster<T, TC, 128>(pc, B, s);
+        default: return launch_cluster<T, TC, 256>(pc, B, s);
       }
     };
-    if (a.q.dtype == DType::BF16 ? go(Tag<gpu_bf16>{}) : go(Tag<gpu_half>{})) return check_launch("attn_decode_mma");
+    if (dispatch_mma_attention(a, go)) return check_launch("attn_decode_mma");
   }
   p.merge_in_kernel = p.splits > 1 && blocks <= kMaxCounters;
   p.split_keys = p.merge_in_kernel ? split_keys() : 0;
   const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
-  auto go = [&](auto tag) {
+  auto go = [&](auto tag, auto ctag) {
     using T = typename decltype(tag)::type;
+    using TC = typename decltype(ctag)::type;
     switch (p.Dk) {
-      case 64: return W == 8 ? launch<T, 64, 8>(p, B, s) : launch<T, 64, kWarps>(p, B, s);
-      case 128: return W == 8 ? launch<T, 128, 8>(p, B, s) : launch<T, 128, kWarps>(p, B, s);
-      default: return launch<T, 256, kWarps>(p, B, s);
+      case 64: return W == 8 ? launch<T, TC, 64, 8>(p, B, s) : launch<T, TC, 64, kWarps>(p, B, s);
+      case 128: return W == 8 ? launch<T, TC, 128, 8>(p, B, s) : launch<T, TC, 128, kWarps>(p, B, s);
+      default: return launch<T, TC, 256, kWarps>(p, B, s);
     }
   };
-  if (a.q.dtype == DType::BF16) go(Tag<gpu_bf16>{});
-  else go(Tag<gpu_half>{});
+  dispatch_mma_attention(a, go);
   if (!p.merge_in_kernel) attn_decode_combine(p, B, a.q.dtype, st);  // no-op for one split
   check_launch("attn_decode_mma");
 }
 
-bool supports(const OpDesc& d, const DeviceCaps& c) {
-  return mma_attention_supports(d, c, kSmemBytes<64>, kSmemBytes<128>, kSmemBytes<256>);
+// Shared memory of the 4-warp form (8 warps are taken only where they fit).
+size_t smem_need(int64_t D, bool fp8) {
+  if (fp8) return D == 64 ? kSmemBytes<64, kWarps, gpu_fp8> : D == 128 ? kSmemBytes<128, kWarps, gpu_fp8> : kSmemBytes<256, kWarps, gpu_fp8>;
+  return D == 64 ? kSmemBytes<64> : D == 128 ? kSmemBytes<128> : kSmemBytes<256>;
 }
+
+bool supports(const OpDesc& d, const DeviceCaps& c) { return mma_attention_supports(d, c, smem_need); }
 }  // namespace
 
 void register_attention_decode_mma_kernels() {

@@ -1,8 +1,8 @@
 // ATTN_PREFILL on NVIDIA tensor cores (sm_80+): FlashAttention-2 over the paged cache.
 // NVIDIA-only fast path (inline PTX: mma.sync m16n8k16, ldmatrix, cp.async), ARCHITECTURE.md rule 4; its
 // portable sibling is the tiled kernel in attention.cu, which MUSA builds and which this kernel
-// falls back to for what it does not take (f32, mixed dtypes, head dims other than 64/128/256,
-// K and V head dims that differ, unaligned views).
+// falls back to for what it does not take (f32, mixed dtypes other than an fp8 cache under
+// bf16/f16 queries, head dims other than 64/128/256, K and V head dims that differ, unaligned views).
 //
 // One block of 4 warps per (query tile, query head, sequence); each warp owns 32 queries (16 at
 // head dim 256) as two 16-row MMA tiles, so every K and V fragment read from shared memory feeds
@@ -15,6 +15,7 @@
 // never loaded.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "backends/gpu/attention_common.cuh"
 #include "backends/gpu/gpu_kernels.h"
@@ -37,12 +38,24 @@ constexpr float kLog2e = 1.4426950408889634f;
 template <int D> constexpr int kMT = D <= 128 ? 2 : 1;
 template <int D> constexpr int kBQ = kWarps * 16 * kMT<D>;  // queries per block
 template <int D> constexpr int kLd = D + 8;  // padded smem row (elements): 16-byte aligned, no bank conflicts
-template <int D> constexpr size_t kSmemBytes = size_t(kBQ<D> + 4 * kBK) * kLd<D> * 2;  // Q, 2 x (K, V)
+// An fp8 (e4m3) cache: its tiles are copied as they are (rows of D bytes) and widened to f16 in
+// shared memory (widen_fp8_tile, mma_sm80.cuh) for ldmatrix, and the MMAs run in f16 (Q converted
+// as it is staged), as in the decode kernel (attention_decode_mma.cu says why).
+template <class TC> constexpr bool kFp8 = sizeof(TC) == 1;
+template <int D, class TC> constexpr int kStageLd = kFp8<TC> ? D : kLd<D>;  // a copied row, in TC values
+template <int D, class TC> constexpr size_t kStageBytes = size_t(2) * kBK * kStageLd<D, TC> * sizeof(TC);  // (K, V)
+// Q, 2 x (K, V) tiles as copied, and for fp8 one (K, V) pair widened.
+template <int D, class TC = gpu_bf16>
+constexpr size_t kSmemBytes = size_t(kBQ<D>) * kLd<D> * 2 + 2 * kStageBytes<D, TC> +
+                              (kFp8<TC> ? size_t(2) * kBK * kLd<D> * 2 : 0);
 
-template <class T, int D>
+template <class T, class TC, int D>
 __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int LD = kLd<D>, VPR = D / 8, MT = kMT<D>, BQ = kBQ<D>;  // VPR: 16-byte vectors per row
+  constexpr int LD = kLd<D>, VPR = D / 8, MT = kMT<D>, BQ = kBQ<D>;  // VPR: 16-byte vectors per row of Q
+  // The cache as copied: 16-byte vectors of EV values, CVPR per row, rows SLD values apart.
+  constexpr int EV = 16 / int(sizeof(TC)), CVPR = D / EV, SLD = kStageLd<D, TC>;
+  using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;  // the MMAs' dtype
   // Query tiles are the slowest grid dimension, last tile first: under the causal mask the late
   // tiles carry the most keys, so starting them first keeps the tail of the grid short.
   const int b = blockIdx.y, h = blockIdx.x, qt0 = (gridDim.z - 1 - blockIdx.z) * BQ;
@@ -54,30 +67,39 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   const int first_pos = ctx - q_len;
   const int num_keys = first_pos + qt0 + nq;
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  T* sQ = reinterpret_cast<T*>(smem_raw);
-  T* sKV = sQ + BQ * LD;  // two buffers of (K tile, V tile)
+  TM* sQ = reinterpret_cast<TM*>(smem_raw);
+  // Buffer buf's K tile as copied (its V tile follows it); for fp8, the widened (K, V) pair.
+  auto staged = [&](int buf) {
+    return reinterpret_cast<TC*>(smem_raw + size_t(BQ) * LD * 2 + size_t(buf) * kStageBytes<D, TC>);
+  };
+  TM* s_wide = reinterpret_cast<TM*>(smem_raw + size_t(BQ) * LD * 2 + 2 * kStageBytes<D, TC>);
   const T* q = static_cast<const T*>(p.q);
-  const T* kc = static_cast<const T*>(p.k_cache);
-  const T* vc = static_cast<const T*>(p.v_cache);
+  const TC* kc = static_cast<const TC*>(p.k_cache);
+  const TC* vc = static_cast<const TC*>(p.v_cache);
 
   // Starts the copy of the key tile at kt into buffer buf; keys past num_keys are zero-filled
   // (masked scores; zero V rows keep P V finite).
   auto issue = [&](int kt, int buf) {
-    T* sK = sKV + size_t(buf) * 2 * kBK * LD;
-    T* sV = sK + kBK * LD;
-    for (int i = tid; i < kBK * VPR; i += kThreads) {
-      const int r = i / VPR, c = i % VPR, pos = kt + r;
+    TC* sK = staged(buf);
+    TC* sV = sK + kBK * SLD;
+    for (int i = tid; i < kBK * CVPR; i += kThreads) {
+      const int r = i / CVPR, c = i % CVPR, pos = kt + r;
       const bool ok = pos < num_keys;
       const int64_t ko = ok ? kv_offset(p, b, pos, p.kc_s0, p.kc_s1, p.kc_s2, kh) : 0;
       const int64_t vo = ok ? kv_offset(p, b, pos, p.vc_s0, p.vc_s1, p.vc_s2, kh) : 0;
-      cp_async16(sK + r * LD + c * 8, kc + ko + c * 8, ok ? 16 : 0);
-      cp_async16(sV + r * LD + c * 8, vc + vo + c * 8, ok ? 16 : 0);
+      cp_async16(sK + r * SLD + c * EV, kc + ko + c * EV, ok ? 16 : 0);
+      cp_async16(sV + r * SLD + c * EV, vc + vo + c * EV, ok ? 16 : 0);
     }
   };
   for (int i = tid; i < BQ * VPR; i += kThreads) {
     const int r = i / VPR, c = i % VPR;
     const int64_t off = r < nq ? int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + c * 8 : 0;
-    cp_async16(sQ + r * LD + c * 8, q + off, r < nq ? 16 : 0);
+    if constexpr (std::is_same_v<TM, T>) {
+      cp_async16(sQ + r * LD + c * 8, q + off, r < nq ? 16 : 0);
+    } else {  // bf16 q, fp8 cache: converted to f16 (made visible by the loop's first barrier)
+      const uint4 v = r < nq ? *reinterpret_cast<const uint4*>(q + off) : make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = bf16x8_to_f16x8_satfinite(v);
+    }
   }
   issue(0, 0);
   cp_async_commit();
@@ -104,9 +126,16 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
     cp_async_commit();  // possibly empty: keeps "all but the newest group" = this tile
     cp_async_wait<1>();
     __syncthreads();  // this tile (and Q), copied by all threads, is visible to all
+    const TM* sK;
+    if constexpr (kFp8<TC>) {  // every warp widens its share (the top barrier freed s_wide)
+      widen_fp8_tile<TM, D, 2 * kBK, kThreads>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), tid);
+      __syncthreads();
+      sK = s_wide;
+    } else {
+      sK = staged(buf);
+    }
     if (kt > warp_last_pos) continue;  // every key of the tile is in this warp's queries' future
-    const T* sK = sKV + size_t(buf) * 2 * kBK * LD;
-    const T* sV = sK + kBK * LD;
+    const TM* sV = sK + kBK * LD;
 
     // S = Q K^T for the warp's 16 MT queries x 64 keys: each K fragment feeds MT m-tiles.
     float s[MT][kBK / 8][4];
@@ -125,8 +154,8 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
         ldsm_x4(kb, sK + (n2 * 16 + lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
-          Mma<T>::run(s[t][2 * n2], a[t], kb[0], kb[1]);
-          Mma<T>::run(s[t][2 * n2 + 1], a[t], kb[2], kb[3]);
+          Mma<TM>::run(s[t][2 * n2], a[t], kb[0], kb[1]);
+          Mma<TM>::run(s[t][2 * n2 + 1], a[t], kb[2], kb[3]);
         }
       }
     }
@@ -184,10 +213,10 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
       uint32_t a[MT][4];
 #pragma unroll
       for (int t = 0; t < MT; ++t) {
-        a[t][0] = Mma<T>::pack(s[t][2 * k2][0], s[t][2 * k2][1]);
-        a[t][1] = Mma<T>::pack(s[t][2 * k2][2], s[t][2 * k2][3]);
-        a[t][2] = Mma<T>::pack(s[t][2 * k2 + 1][0], s[t][2 * k2 + 1][1]);
-        a[t][3] = Mma<T>::pack(s[t][2 * k2 + 1][2], s[t][2 * k2 + 1][3]);
+        a[t][0] = Mma<TM>::pack(s[t][2 * k2][0], s[t][2 * k2][1]);
+        a[t][1] = Mma<TM>::pack(s[t][2 * k2][2], s[t][2 * k2][3]);
+        a[t][2] = Mma<TM>::pack(s[t][2 * k2 + 1][0], s[t][2 * k2 + 1][1]);
+        a[t][3] = Mma<TM>::pack(s[t][2 * k2 + 1][2], s[t][2 * k2 + 1][3]);
       }
 #pragma unroll
       for (int d2 = 0; d2 < D / 16; ++d2) {
@@ -195,8 +224,8 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
         ldsm_x4_trans(vb, sV + (k2 * 16 + lane % 8 + ((lane / 8) % 2) * 8) * LD + d2 * 16 + (lane / 16) * 8);
 #pragma unroll
         for (int t = 0; t < MT; ++t) {
-          Mma<T>::run(o[t][2 * d2], a[t], vb[0], vb[1]);
-          Mma<T>::run(o[t][2 * d2 + 1], a[t], vb[2], vb[3]);
+          Mma<TM>::run(o[t][2 * d2], a[t], vb[0], vb[1]);
+          Mma<TM>::run(o[t][2 * d2 + 1], a[t], vb[2], vb[3]);
         }
       }
     }
@@ -224,14 +253,14 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
 #endif
 }
 
-template <class T, int D>
+template <class T, class TC, int D>
 void launch(const AttnParams& p, int B, int max_q_len, gpuStream_t st) {
   // Per launch, like the portable kernel: the attribute belongs to the current device, and a
   // prefill launch per layer is not a hot path.
-  (void)gpuFuncSetAttribute(attn_prefill_mma_kernel<T, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
-                            int(kSmemBytes<D>));
+  (void)gpuFuncSetAttribute(attn_prefill_mma_kernel<T, TC, D>, gpuFuncAttributeMaxDynamicSharedMemorySize,
+                            int(kSmemBytes<D, TC>));
   const dim3 grid(unsigned(p.Hq), unsigned(B), unsigned((max_q_len + kBQ<D> - 1) / kBQ<D>));
-  attn_prefill_mma_kernel<T, D><<<grid, kThreads, kSmemBytes<D>, st>>>(p);
+  attn_prefill_mma_kernel<T, TC, D><<<grid, kThreads, kSmemBytes<D, TC>, st>>>(p);
 }
 
 void attn_prefill_mma(const AttentionArgs& a, Stream& s) {
@@ -239,26 +268,29 @@ void attn_prefill_mma(const AttentionArgs& a, Stream& s) {
   const int B = int(a.seq_lens.size(0));
   if (B == 0 || a.q.size(0) == 0) return;
   // 16-byte vector loads of q and cache rows, 4-byte output stores: fall back if a view breaks that.
-  const bool ok = attention_views_vec16(p) && reinterpret_cast<uintptr_t>(p.out) % 4 == 0 && p.o_s0 % 2 == 0 &&
+  const bool ok = attention_views_vec16(p, a.k_cache.dtype == DType::F8E4M3 ? 16 : 8) && reinterpret_cast<uintptr_t>(p.out) % 4 == 0 && p.o_s0 % 2 == 0 &&
                   p.o_s1 % 2 == 0;
   if (!ok) return attn_prefill_portable(a, s);
   const gpuStream_t st = native_stream(s);
-  auto go = [&](auto tag) {
+  auto go = [&](auto tag, auto ctag) {
     using T = typename decltype(tag)::type;
+    using TC = typename decltype(ctag)::type;
     switch (p.Dk) {
-      case 64: launch<T, 64>(p, B, a.max_q_len, st); break;
-      case 128: launch<T, 128>(p, B, a.max_q_len, st); break;
-      default: launch<T, 256>(p, B, a.max_q_len, st); break;
+      case 64: launch<T, TC, 64>(p, B, a.max_q_len, st); break;
+      case 128: launch<T, TC, 128>(p, B, a.max_q_len, st); break;
+      default: launch<T, TC, 256>(p, B, a.max_q_len, st); break;
     }
   };
-  if (a.q.dtype == DType::BF16) go(Tag<gpu_bf16>{});
-  else go(Tag<gpu_half>{});
+  dispatch_mma_attention(a, go);
   check_launch("attn_prefill_mma");
 }
 
-bool supports(const OpDesc& d, const DeviceCaps& c) {
-  return mma_attention_supports(d, c, kSmemBytes<64>, kSmemBytes<128>, kSmemBytes<256>);
+size_t smem_need(int64_t D, bool fp8) {
+  if (fp8) return D == 64 ? kSmemBytes<64, gpu_fp8> : D == 128 ? kSmemBytes<128, gpu_fp8> : kSmemBytes<256, gpu_fp8>;
+  return D == 64 ? kSmemBytes<64> : D == 128 ? kSmemBytes<128> : kSmemBytes<256>;
 }
+
+bool supports(const OpDesc& d, const DeviceCaps& c) { return mma_attention_supports(d, c, smem_need); }
 }  // namespace
 
 void register_attention_mma_kernels() {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "backends/gpu/fp8.cuh"
 #include "backends/gpu/gpu_runtime.h"
 #include "backends/gpu/vendor/vendor.h"
 #include "core/dtype.h"
@@ -14,11 +15,14 @@ template <class T> __device__ __forceinline__ float ld(const T* p, int64_t i);
 template <> __device__ __forceinline__ float ld<float>(const float* p, int64_t i) { return p[i]; }
 template <> __device__ __forceinline__ float ld<gpu_bf16>(const gpu_bf16* p, int64_t i) { return gpu_bf16_to_f32(p[i]); }
 template <> __device__ __forceinline__ float ld<gpu_half>(const gpu_half* p, int64_t i) { return gpu_half_to_f32(p[i]); }
+template <> __device__ __forceinline__ float ld<gpu_fp8>(const gpu_fp8* p, int64_t i) { return fp8e4m3_to_f32(p[i].bits); }
 
 template <class T> __device__ __forceinline__ T cvt(float v);
 template <> __device__ __forceinline__ float cvt<float>(float v) { return v; }
 template <> __device__ __forceinline__ gpu_bf16 cvt<gpu_bf16>(float v) { return gpu_f32_to_bf16(v); }
 template <> __device__ __forceinline__ gpu_half cvt<gpu_half>(float v) { return gpu_f32_to_half(v); }
+// fp8 is only ever a KV cache here, whose writes saturate (core/dtype.h f32_to_f8e4m3_satfinite).
+template <> __device__ __forceinline__ gpu_fp8 cvt<gpu_fp8>(float v) { return gpu_fp8{f32_to_fp8e4m3_satfinite(v)}; }
 
 // A 16-byte weight vector of a weight-streaming kernel (the decode GEMVs): with the evict-first L2
 // policy of the vendor header when `evict_first` (env_switch.h: l2_evict_first()), else the plain
@@ -100,6 +104,14 @@ void dispatch_float(DType t, Fn&& fn) {
 }
 
 inline bool is_gpu_float(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+
+// KV caches: the float dtypes and e4m3 (--kv-dtype fp8, written saturating).
+inline bool is_gpu_cache(DType t) { return is_gpu_float(t) || t == DType::F8E4M3; }
+template <class Fn>
+void dispatch_cache(DType t, Fn&& fn) {
+  if (t == DType::F8E4M3) fn(Tag<gpu_fp8>{});
+  else dispatch_float(t, fn);
+}
 
 // Row r of a 2-D [R, C] or 3-D [A, B, C] view (last dim contiguous) starts at
 // (r / n1) * s0 + (r % n1) * s1 elements.

@@ -7,7 +7,8 @@
 // prefill block R heads of one token or several tokens of few heads. Each latent tile of BK keys
 // is gathered through the block table into shared memory once (f32, row stride padded to an odd
 // count against bank conflicts) and serves all R rows: that reuse across heads is the point of
-// MLA. Per tile:
+// MLA. Caches of any float dtype or fp8 (e4m3, --kv-dtype fp8: this kernel is the GPU's only one
+// for those; the tensor-core decode in mla_attention_mma.cu takes 16-bit caches). Per tile:
 //   1. scores: one thread per (row, key) pair: s = q_row . k_key over Dc + Dr (q pre-scaled),
 //      -inf past the row's causal limit (position ctx - q_len + token) or the block's key range;
 //   2. online softmax: one warp per row updates the running max and sum and turns the tile's
@@ -310,7 +311,7 @@ void mla_attention(const MlaAttentionArgs& a, Stream& s) {
     p.part_ml = p.part_o + rows * size_t(p.Dc);
   }
   dispatch_float(a.q_latent.dtype, [&](auto tq) {
-    dispatch_float(a.latent_cache.dtype, [&](auto tc) {
+    dispatch_cache(a.latent_cache.dtype, [&](auto tc) {
       using TQ = typename decltype(tq)::type;
       using TC = typename decltype(tc)::type;
       if (smem > 48 * 1024)
@@ -325,7 +326,7 @@ void mla_attention(const MlaAttentionArgs& a, Stream& s) {
 }
 
 bool mla_supports(const OpDesc& d, const DeviceCaps& c) {
-  if (!is_gpu_float(d.dtype[0]) || !is_gpu_float(d.dtype[2])) return false;
+  if (!is_gpu_float(d.dtype[0]) || !is_gpu_cache(d.dtype[2])) return false;
   const int64_t Dc = d.dim[0], page = d.dim[1], H = d.dim[2], Dr = d.dim[3];
   if (Dc <= 0 || Dc > kMaxDc || Dr < 0 || page <= 0 || H <= 0) return false;
   int R = 0, BK = 0;

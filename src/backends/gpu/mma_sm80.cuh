@@ -6,6 +6,7 @@
 #error "mma_sm80.cuh is NVIDIA-only"
 #endif
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/gpu/kernel_common.cuh"
 
@@ -52,6 +53,71 @@ template <> struct Mma<gpu_half> {
     return *reinterpret_cast<uint32_t*>(&v);
   }
 };
+
+// Four e4m3 values (byte i = value i) as four values of T (bf16 or f16), exactly, in two words
+// (values 0, 1 in lo; 2, 3 in hi): the tensor-core attention kernels widen fp8 KV tiles with it.
+// f16 on sm_89+: the hardware's packed conversion, one instruction per pair. Otherwise each e4m3
+// byte goes to the top byte of a 16-bit lane; the sign stays, exponent and mantissa shift right
+// into T's fields (4 places for bf16's 8-bit exponent, 1 for f16's 5-bit), which makes the lane
+// the value times 2^-(bias_T - 7); one packed multiply by 2^(bias_T - 7) restores it (~5
+// instructions per pair). Exact for every finite e4m3 either way: subnormals land as T
+// subnormals, which the multiply keeps (no .ftz), and zero stays zero. The NaN byte (never
+// written: KV writes saturate) reads as NaN in hardware, 480 in the shift form.
+template <class T>
+__device__ __forceinline__ void widen_fp8x4(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  constexpr bool kBf16 = std::is_same_v<T, gpu_bf16>;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  if constexpr (!kBf16) {
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+        : "=r"(lo), "=r"(hi)
+        : "r"(w));
+    return;
+  }
+#endif
+  constexpr int kShift = kBf16 ? 4 : 1;
+  constexpr uint32_t kMag = 0x7f007f00u >> kShift;
+  const uint32_t q = __byte_perm(w, 0, 0x1302);  // top bytes of the lanes: values 0, 1; low bytes: 2, 3
+  const uint32_t r = q << 8;                     // top bytes: values 2, 3
+  const uint32_t a = (q & 0x80008000u) | ((q >> kShift) & kMag);
+  const uint32_t b = (r & 0x80008000u) | ((r >> kShift) & kMag);
+  if constexpr (kBf16) {  // times 2^120 (0x7b80), plus -0 so that -0 stays -0
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(lo) : "r"(a), "r"(0x7b807b80u), "r"(0x80008000u));
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(hi) : "r"(b), "r"(0x7b807b80u), "r"(0x80008000u));
+  } else {  // times 2^8 (0x5c00)
+    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(lo) : "r"(a), "r"(0x5c005c00u));
+    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(hi) : "r"(b), "r"(0x5c005c00u));
+  }
+}
+
+// Rows x D e4m3 values (row stride D) widened to T in rows of stride D + 8 (the padded rows
+// ldmatrix reads), shared among N threads (this one is t): 8 values per step, a warp's loads and
+// stores each covering contiguous runs (no bank conflicts).
+template <class T, int D, int Rows, int N>
+__device__ __forceinline__ void widen_fp8_tile(T* dst, const uint8_t* src, int t) {
+  constexpr int kChunks = D / 8;  // 8-value chunks per row
+  static_assert(Rows * kChunks % N == 0, "whole steps per thread");
+#pragma unroll 4  // 4 loads in flight; a full unroll holds all of them in registers at once
+  for (int k = 0; k < Rows * kChunks / N; ++k) {
+    const int i = k * N + t, r = i / kChunks, c = i % kChunks;
+    const uint2 v = *reinterpret_cast<const uint2*>(src + r * D + c * 8);
+    uint4 o;
+    widen_fp8x4<T>(v.x, o.x, o.y);
+    widen_fp8x4<T>(v.y, o.z, o.w);
+    *reinterpret_cast<uint4*>(dst + r * (D + 8) + c * 8) = o;
+  }
+}
+
+// Eight bf16 values as f16, saturating at +-65504 (rounded to nearest): query rows entering the
+// fp8-cache attention kernels, whose MMAs run in f16 (the fp8 widening is one instruction per
+// pair to f16, ~5 to bf16; f16 holds a query's values more finely than bf16 does).
+__device__ __forceinline__ uint4 bf16x8_to_f16x8_satfinite(uint4 v) {
+  float f[8];
+  unpack8<gpu_bf16>(v, f);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = fminf(fmaxf(f[i], -65504.f), 65504.f);
+  return make_uint4(Mma<gpu_half>::pack(f[0], f[1]), Mma<gpu_half>::pack(f[2], f[3]), Mma<gpu_half>::pack(f[4], f[5]),
+                    Mma<gpu_half>::pack(f[6], f[7]));
+}
 
 // Reductions over the 4 lanes of an MMA accumulator quad (the lanes holding one row's columns).
 __device__ __forceinline__ float quad_max(float v) {

@@ -156,7 +156,7 @@ bool prep_trigger_early() {
 // rotary halves of whole lanes (NeoX: a power-of-two count of them, for the shuffle partner).
 bool supports(const OpDesc& d, const DeviceCaps&) {
   const DType act = d.dtype[0];
-  if (!is_gpu_float(act) || !is_gpu_float(d.dtype[2]) || d.dtype[1] != act) return false;  // no fp8 cache yet
+  if (!is_gpu_float(act) || !is_gpu_cache(d.dtype[2]) || d.dtype[1] != act) return false;
   const int64_t n = 16 / int64_t(dtype_size(act)), D = d.dim[0], rot = d.dim[1];
   if (D != d.dim[3] || D % n != 0 || D / n > 32 || rot < 0 || rot > D || d.dim[2] <= 0) return false;
   if (rot == 0) return true;
@@ -198,7 +198,7 @@ void qk_norm_rope_kv_write(const QkNormRopeKvWriteArgs& a, Stream& s) {
     using T_ = typename decltype(tq)::type;
     constexpr int N = kVec16<T_>;
     if (!views_fit(a, N)) return run_unfused(a, s);
-    dispatch_float(a.k_cache.dtype, [&](auto tc) {
+    dispatch_cache(a.k_cache.dtype, [&](auto tc) {
       using TC = typename decltype(tc)::type;
       PrepParams<T_, TC> p{};
       p.q = a.q.ptr<T_>();

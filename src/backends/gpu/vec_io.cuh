@@ -1,5 +1,6 @@
 // Vector access for the row and elementwise kernels (pointwise.cu, KV_WRITE): N consecutive values
-// of T widened to float (load_vec) or rounded from float (store_vec) in 8-, 16- or 32-byte accesses,
+// of T (f32, bf16, f16, or an fp8 KV cache's e4m3) widened to float (load_vec) or rounded from float
+// (store_vec, cvt<T>: saturating for fp8) in 8-, 16- or 32-byte accesses,
 // N = 1 being the scalar path. Launchers check the view with vec_view() and take N = 1 when the
 // pointer or a stride rules vectors out. Portable CUDA C++ (uint2/uint4/float4 only): MUSA builds it.
 #pragma once
@@ -10,7 +11,7 @@
 
 namespace portllm::gpu {
 
-// Values of T in one 16-byte access (8 for bf16/f16, 4 for f32).
+// Values of T in one 16-byte access (16 for fp8, 8 for bf16/f16, 4 for f32).
 template <class T> inline constexpr int kVec16 = 16 / int(sizeof(T));
 
 template <class T> __device__ __forceinline__ void unpack2(uint32_t w, float* f);
@@ -49,6 +50,27 @@ __device__ __forceinline__ void load_vec(const T* p, float* f) {
         f[4 * i + 3] = v.w;
       }
     }
+  } else if constexpr (sizeof(T) == 1) {
+    static_assert(N == 4 || N == 8 || N % 16 == 0, "fp8 vectors are 4 or 8 bytes or whole 16-byte accesses");
+    uint32_t w[N / 4];
+    if constexpr (N == 4) {
+      w[0] = *reinterpret_cast<const uint32_t*>(p);
+    } else if constexpr (N == 8) {
+      const uint2 v = *reinterpret_cast<const uint2*>(p);
+      w[0] = v.x;
+      w[1] = v.y;
+    } else {
+#pragma unroll
+      for (int i = 0; i < N / 16; ++i) {
+        const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+        w[4 * i] = v.x;
+        w[4 * i + 1] = v.y;
+        w[4 * i + 2] = v.z;
+        w[4 * i + 3] = v.w;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < N; ++i) f[i] = fp8e4m3_to_f32(uint8_t(w[i / 4] >> (8 * (i % 4))));
   } else {
     static_assert(sizeof(T) == 2 && (N == 4 || N % 8 == 0), "16-bit vectors are 8 bytes or whole 16-byte accesses");
     if constexpr (N == 4) {
@@ -74,6 +96,22 @@ __device__ __forceinline__ void store_vec(T* p, const float* f) {
 #pragma unroll
       for (int i = 0; i < N / 4; ++i)
         reinterpret_cast<float4*>(p)[i] = make_float4(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3]);
+    }
+  } else if constexpr (sizeof(T) == 1) {
+    static_assert(N == 4 || N == 8 || N % 16 == 0, "fp8 vectors are 4 or 8 bytes or whole 16-byte accesses");
+    uint32_t w[N / 4];
+#pragma unroll
+    for (int i = 0; i < N / 4; ++i)
+      w[i] = uint32_t(cvt<T>(f[4 * i]).bits) | uint32_t(cvt<T>(f[4 * i + 1]).bits) << 8 |
+             uint32_t(cvt<T>(f[4 * i + 2]).bits) << 16 | uint32_t(cvt<T>(f[4 * i + 3]).bits) << 24;
+    if constexpr (N == 4) {
+      *reinterpret_cast<uint32_t*>(p) = w[0];
+    } else if constexpr (N == 8) {
+      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < N / 16; ++i)
+        reinterpret_cast<uint4*>(p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
     }
   } else {
     static_assert(sizeof(T) == 2 && (N == 4 || N % 8 == 0), "16-bit vectors are 8 bytes or whole 16-byte accesses");

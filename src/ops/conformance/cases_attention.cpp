@@ -1,6 +1,6 @@
 // Paged KV write and attention cases: GQA ratios 1..8, head dims 32..256, page sizes 16 and 64,
 // ragged batches with cached prefixes (chunked prefill), decode (q_len 1) with long contexts,
-// f32/f16/bf16 caches, block tables in shuffled order.
+// f32/f16/bf16 caches and fp8 ones under every activation dtype, block tables in shuffled order.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -82,7 +82,9 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
   else
     for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
   c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}", lens, s.Hq, s.Hkv, s.D, s.page, dtype_name(cache_dt));
-  c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt));
+  // An fp8 cache's values are read exactly on every side (e4m3 widens exactly to any float type),
+  // so it adds no rounding of its own: the bound of a 16-bit cache.
+  c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt == DType::F8E4M3 ? DType::BF16 : cache_dt));
   c.tensors = {CaseRng::filled(act, {T, s.Hq, s.D}, kNaN),
                r.tensor(act, {T, s.Hq, s.D}),
                r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
@@ -118,9 +120,9 @@ namespace {
 
 std::vector<OpCase> attention_cases(DType act, bool decode) {
   std::vector<OpCase> v;
-  // fp8 caches (--kv-dtype fp8) under f32 activations: the CPU backend's; GPU kernels refuse them.
+  // fp8 caches (--kv-dtype fp8) under every activation dtype.
   for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
-    if (act != DType::F32 && cache_dt != act) continue;
+    if (act != DType::F32 && cache_dt != act && cache_dt != DType::F8E4M3) continue;
     for (const AttnShape& s : shapes(decode)) v.push_back(attention_case(act, cache_dt, s, decode));
   }
   return v;
@@ -129,7 +131,7 @@ std::vector<OpCase> attention_cases(DType act, bool decode) {
 std::vector<OpCase> kv_write_cases(DType act) {
   std::vector<OpCase> v;
   for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
-    if (act != DType::F32 && cache_dt != act) continue;
+    if (act != DType::F32 && cache_dt != act && cache_dt != DType::F8E4M3) continue;
     for (auto [T, H, D, page] : {std::tuple{1, 2, 64, 16}, {7, 4, 128, 16}, {13, 1, 576, 64}, {33, 8, 32, 16}}) {
       CaseRng r(uint64_t(T * 3 + H + D + page + int(cache_dt)));
       const int nb = (T + page - 1) / page * 2 + 1;
@@ -190,8 +192,8 @@ std::vector<OpCase> kv_write_cases(DType act) {
   // K and V as head views of one fused qkv row (the models' layout): 16-byte vectors with enough
   // tokens that blocks loop; a head dim of 36 (scalar path in bf16/f16); and MLA's latent row
   // without padding (c at column 0, k_pe at column Dc: the vector path).
-  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16}) {
-    if (act != DType::F32 && cache_dt != act) continue;
+  for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
+    if (act != DType::F32 && cache_dt != act && cache_dt != DType::F8E4M3) continue;
     for (auto [T, Hq, H, D, page] : {std::tuple{1100, 4, 8, 128, 16}, {9, 2, 2, 36, 16}}) {
       CaseRng r(uint64_t(T * 7 + H + D + page + int(cache_dt) + 2000));
       const int nb = (T + page - 1) / page + 3, W = (Hq + 2 * H) * D;

@@ -41,9 +41,9 @@ std::vector<OpCase> qk_norm_rope_kv_write_cases(DType act) {
                       S{5, 4, 1, 64, 64, 0, true, false},     S{300, 16, 4, 128, 128, 0, false, true},
                       S{3, 2, 1, 256, 256, 0, false, true},   S{4, 4, 2, 128, 128, 1, false, true},
                       S{6, 2, 2, 64, 32, 0, true, true}};
-  // fp8 caches (--kv-dtype fp8) under f32 activations: the CPU backend's; GPU kernels refuse them.
+  // fp8 caches (--kv-dtype fp8) under every activation dtype.
   for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
-    if (act != DType::F32 && cache_dt != act) continue;
+    if (act != DType::F32 && cache_dt != act && cache_dt != DType::F8E4M3) continue;
     for (const S& s : shapes) {
       CaseRng r(uint64_t(s.T * 31 + s.D + s.rot + s.col0 + int(cache_dt)));
       const int page = 16, nb = (s.T + page - 1) / page + 2, max_pos = 512;

@@ -40,9 +40,9 @@ std::vector<MlaShape> shapes() {
 
 std::vector<OpCase> mla_cases(DType act) {
   std::vector<OpCase> v;
-  // fp8 caches (--kv-dtype fp8) under f32 activations: the CPU backend's; GPU kernels refuse them.
+  // fp8 caches (--kv-dtype fp8) under every activation dtype.
   for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
-    if (act != DType::F32 && cache_dt != act) continue;
+    if (act != DType::F32 && cache_dt != act && cache_dt != DType::F8E4M3) continue;
     for (const MlaShape& s : shapes()) v.push_back(mla_case(act, cache_dt, s));
   }
   return v;
@@ -82,7 +82,8 @@ OpCase mla_case(DType act, DType cache_dt, const MlaShape& s) {
   c.op = Op::MLA_ATTENTION;
   c.name = fmt::format("q/ctx={} H={} Dc={} Dr={} page={} cache={}", desc, s.H, s.Dc, s.Dr, s.page, dtype_name(cache_dt));
   if (s.max_seq_len > 0) c.name += fmt::format(" max_seq_len={}", s.max_seq_len);
-  c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt));
+  // fp8 cache values are read exactly on every side: the bound of a 16-bit cache (as attention's).
+  c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt == DType::F8E4M3 ? DType::BF16 : cache_dt));
   const int Dq = 16 + s.Dr;  // q_pe lives at the end of each head's [nope | rope] query
   c.tensors = {CaseRng::filled(act, {T, s.H, s.Dc}, kNaN), r.tensor(act, {T, s.H, s.Dc}),
                r.tensor(act, {T, s.H, Dq}), r.tensor(cache_dt, {nb, s.page, 1, s.Dc + s.Dr}),

@@ -20,22 +20,25 @@ double bytes_of(const Tensor& t) { return t.defined() ? double(t.numel()) * doub
 
 // Decode over a KV cache: every K and V row of every context is read once. Qwen3-8B heads (8 KV
 // heads) at batch 1 from a short to a long context and at batches 64 / 256; Qwen3-30B-A3B heads
-// (4 KV heads) at batch 1 with the short context of the MoE decode benchmark. The bounds are what a
-// decode graph passes as max_seq_len (the model's maximum), so the split count is the graph's.
+// (4 KV heads) at batch 1 with the short context of the MoE decode benchmark; batch 256 again with
+// pages of 64 keys (the CUDA default is 16). The bounds are what a decode graph passes as
+// max_seq_len (the model's maximum), so the split count is the graph's.
+// Each with a cache of the activation dtype and an fp8 one (--kv-dtype fp8).
 std::vector<OpCase> attn_decode_perf(DType act) {
   if (act == DType::F32) return {};  // the engine keeps 16-bit caches on GPUs
   std::vector<OpCase> v;
-  struct S { int B, ctx, bound, hkv; };
-  for (S s : {S{1, 512, 8192, 8}, S{1, 4096, 8192, 8}, S{1, 32768, 40960, 8}, S{64, 1024, 2048, 8},
-              S{256, 1024, 2048, 8}, S{1, 192, 1024, 4}}) {
-    AttnShape sh{std::vector<int>(size_t(s.B), 1), std::vector<int>(size_t(s.B), s.ctx), 32, s.hkv, 128, 16, s.bound};
-    OpCase c = attention_case(act, act, sh, true);
-    const double keys = double(s.B) * s.ctx;
-    c.bytes = keys * s.hkv * (128 + 128) * dtype_size(act) + 2.0 * s.B * 32 * 128 * dtype_size(act);
-    c.flops = 2.0 * keys * 32 * (128 + 128);
-    c.name += fmt::format(" max_seq_len={}", s.bound);
-    v.push_back(std::move(c));
-  }
+  struct S { int B, ctx, bound, hkv, page = 16; };
+  for (DType cache : {act, DType::F8E4M3})
+    for (S s : {S{1, 512, 8192, 8}, S{1, 4096, 8192, 8}, S{1, 32768, 40960, 8}, S{64, 1024, 2048, 8},
+                S{256, 1024, 2048, 8}, S{1, 192, 1024, 4}, S{256, 1024, 2048, 8, 64}}) {
+      AttnShape sh{std::vector<int>(size_t(s.B), 1), std::vector<int>(size_t(s.B), s.ctx), 32, s.hkv, 128, s.page, s.bound};
+      OpCase c = attention_case(act, cache, sh, true);
+      const double keys = double(s.B) * s.ctx;
+      c.bytes = keys * s.hkv * (128 + 128) * dtype_size(cache) + 2.0 * s.B * 32 * 128 * dtype_size(act);
+      c.flops = 2.0 * keys * 32 * (128 + 128);
+      c.name += fmt::format(" max_seq_len={}", s.bound);
+      v.push_back(std::move(c));
+    }
   return v;
 }
 
@@ -63,18 +66,20 @@ std::vector<OpCase> mla_perf(DType act) {
 }
 
 // Causal prefill: a 4k prompt, and a 2k chunk over a 2k cached prefix (chunked prefill).
+// With a cache of the activation dtype and an fp8 one.
 std::vector<OpCase> attn_prefill_perf(DType act) {
   if (act == DType::F32) return {};
   std::vector<OpCase> v;
-  for (auto [q, ctx] : {std::pair{4096, 4096}, std::pair{2048, 4096}}) {
-    AttnShape sh{{q}, {ctx}, 32, 8, 128, 16};
-    OpCase c = attention_case(act, act, sh, false);
-    // Query i (of q) sees ctx - q + i + 1 keys.
-    const double pairs = double(q) * (ctx - q) + double(q) * (q + 1) / 2;
-    c.flops = 2.0 * pairs * 32 * (128 + 128);
-    c.bytes = double(ctx) * 8 * 256 * dtype_size(act) + 2.0 * q * 32 * 128 * dtype_size(act);
-    v.push_back(std::move(c));
-  }
+  for (DType cache : {act, DType::F8E4M3})
+    for (auto [q, ctx] : {std::pair{4096, 4096}, std::pair{2048, 4096}}) {
+      AttnShape sh{{q}, {ctx}, 32, 8, 128, 16};
+      OpCase c = attention_case(act, cache, sh, false);
+      // Query i (of q) sees ctx - q + i + 1 keys.
+      const double pairs = double(q) * (ctx - q) + double(q) * (q + 1) / 2;
+      c.flops = 2.0 * pairs * 32 * (128 + 128);
+      c.bytes = double(ctx) * 8 * 256 * dtype_size(cache) + 2.0 * q * 32 * 128 * dtype_size(act);
+      v.push_back(std::move(c));
+    }
   return v;
 }
 
