@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   constexpr int EV = 16 / int(sizeof(TC)), CVPR = D / EV, SLD = kStageLd<D, TC>;
   constexpr int kThreads = W * 32;
   // The MMAs' dtype: q's, or f16 for an fp8 cache (one instruction widens a pair of e4m3 to f16
-  // on sm_89+, against ~5 to bf16: widen_fp8x4); Q is converted as it is staged, K and V widened.
+  // on sm_89+, against ~5 to bf16: widen_fp8x4_f16); Q is converted as it is staged, K and V widened.
   using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;
   static_assert(size_t(W) * kRows * D * 4 <= kSmemBytes<D, W, TC>, "warp outputs fit the shared memory");
   static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kSmemBytes<D, W, TC>,
@@ -461,7 +461,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
     const TM* sK;
     if constexpr (kFp8<TC>) {
-      widen_fp8_tile<TM, D, 2 * kKeys, 32>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), lane);
+      widen_fp8_tile<D, 2 * kKeys, 32>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), lane);
       __syncwarp();  // the widened pair, written by all lanes, is visible to the whole warp
       sK = s_wide;
     } else {

@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
     __syncthreads();  // this tile (and Q), copied by all threads, is visible to all
     const TM* sK;
     if constexpr (kFp8<TC>) {  // every warp widens its share (the top barrier freed s_wide)
-      widen_fp8_tile<TM, D, 2 * kBK, kThreads>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), tid);
+      widen_fp8_tile<D, 2 * kBK, kThreads>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), tid);
       __syncthreads();
       sK = s_wide;
     } else {

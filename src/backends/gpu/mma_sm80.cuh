@@ -6,8 +6,8 @@
 #error "mma_sm80.cuh is NVIDIA-only"
 #endif
 #include <cstdint>
-#include <type_traits>
 
+#include "backends/gpu/fp8_f16_bits.h"
 #include "backends/gpu/kernel_common.cuh"
 
 namespace portllm::gpu::sm80 {
@@ -54,46 +54,31 @@ template <> struct Mma<gpu_half> {
   }
 };
 
-// Four e4m3 values (byte i = value i) as four values of T (bf16 or f16), exactly, in two words
-// (values 0, 1 in lo; 2, 3 in hi): the tensor-core attention kernels widen fp8 KV tiles with it.
-// f16 on sm_89+: the hardware's packed conversion, one instruction per pair. Otherwise each e4m3
-// byte goes to the top byte of a 16-bit lane; the sign stays, exponent and mantissa shift right
-// into T's fields (4 places for bf16's 8-bit exponent, 1 for f16's 5-bit), which makes the lane
-// the value times 2^-(bias_T - 7); one packed multiply by 2^(bias_T - 7) restores it (~5
-// instructions per pair). Exact for every finite e4m3 either way: subnormals land as T
-// subnormals, which the multiply keeps (no .ftz), and zero stays zero. The NaN byte (never
-// written: KV writes saturate) reads as NaN in hardware, 480 in the shift form.
-template <class T>
-__device__ __forceinline__ void widen_fp8x4(uint32_t w, uint32_t& lo, uint32_t& hi) {
-  constexpr bool kBf16 = std::is_same_v<T, gpu_bf16>;
+// Four e4m3 values (byte i = value i) as four f16 values, exactly, in two words (values 0, 1 in
+// lo; 2, 3 in hi): the tensor-core attention kernels widen fp8 KV tiles with it (their MMAs run in
+// f16 for fp8 caches). sm_89+: the hardware's packed conversion, one instruction per pair.
+// sm_80: the bit placement of fp8_f16_bits.h (2^-8 times the value) and one packed multiply by
+// 2^8, which keeps f16 subnormals (no .ftz). Widening to bf16 instead (shifts and a bf16 multiply
+// by 2^120, ~5 instructions per pair on every architecture) made the fp8 cache no faster than
+// bf16 (attention_decode_mma.cu).
+__device__ __forceinline__ void widen_fp8x4_f16(uint32_t w, uint32_t& lo, uint32_t& hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  if constexpr (!kBf16) {
-    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
-        : "=r"(lo), "=r"(hi)
-        : "r"(w));
-    return;
-  }
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w));
+#else
+  uint32_t a, b;
+  fp8x4_to_f16x4_div256(w, a, b);
+  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(lo) : "r"(a), "r"(0x5c005c00u));  // 0x5c00 = 2^8
+  asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(hi) : "r"(b), "r"(0x5c005c00u));
 #endif
-  constexpr int kShift = kBf16 ? 4 : 1;
-  constexpr uint32_t kMag = 0x7f007f00u >> kShift;
-  const uint32_t q = __byte_perm(w, 0, 0x1302);  // top bytes of the lanes: values 0, 1; low bytes: 2, 3
-  const uint32_t r = q << 8;                     // top bytes: values 2, 3
-  const uint32_t a = (q & 0x80008000u) | ((q >> kShift) & kMag);
-  const uint32_t b = (r & 0x80008000u) | ((r >> kShift) & kMag);
-  if constexpr (kBf16) {  // times 2^120 (0x7b80), plus -0 so that -0 stays -0
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(lo) : "r"(a), "r"(0x7b807b80u), "r"(0x80008000u));
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(hi) : "r"(b), "r"(0x7b807b80u), "r"(0x80008000u));
-  } else {  // times 2^8 (0x5c00)
-    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(lo) : "r"(a), "r"(0x5c005c00u));
-    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(hi) : "r"(b), "r"(0x5c005c00u));
-  }
 }
 
-// Rows x D e4m3 values (row stride D) widened to T in rows of stride D + 8 (the padded rows
+// Rows x D e4m3 values (row stride D) widened to f16 in rows of stride D + 8 (the padded rows
 // ldmatrix reads), shared among N threads (this one is t): 8 values per step, a warp's loads and
 // stores each covering contiguous runs (no bank conflicts).
-template <class T, int D, int Rows, int N>
-__device__ __forceinline__ void widen_fp8_tile(T* dst, const uint8_t* src, int t) {
+template <int D, int Rows, int N>
+__device__ __forceinline__ void widen_fp8_tile(gpu_half* dst, const uint8_t* src, int t) {
   constexpr int kChunks = D / 8;  // 8-value chunks per row
   static_assert(Rows * kChunks % N == 0, "whole steps per thread");
 #pragma unroll 4  // 4 loads in flight; a full unroll holds all of them in registers at once
@@ -101,8 +86,8 @@ __device__ __forceinline__ void widen_fp8_tile(T* dst, const uint8_t* src, int t
     const int i = k * N + t, r = i / kChunks, c = i % kChunks;
     const uint2 v = *reinterpret_cast<const uint2*>(src + r * D + c * 8);
     uint4 o;
-    widen_fp8x4<T>(v.x, o.x, o.y);
-    widen_fp8x4<T>(v.y, o.z, o.w);
+    widen_fp8x4_f16(v.x, o.x, o.y);
+    widen_fp8x4_f16(v.y, o.z, o.w);
     *reinterpret_cast<uint4*>(dst + r * (D + 8) + c * 8) = o;
   }
 }
