@@ -430,8 +430,8 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   if constexpr (!std::is_same_v<TM, T>)
     for (int i = tid; i < kRows * VPR; i += kThreads) {
       const int r = i / VPR, c = i % VPR;
-      const uint4 v = r < ng ? *reinterpret_cast<const uint4*>(q + int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8)
-                             : make_uint4(0u, 0u, 0u, 0u);
+      const int64_t off = r < ng ? int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8 : 0;
+      const uint4 v = r < ng ? *reinterpret_cast<const uint4*>(q + off) : make_uint4(0u, 0u, 0u, 0u);
       *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = bf16x8_to_f16x8_satfinite(v);
     }
   cp_async_wait<kStages>();  // this thread's Q copies and early tiles (not the first-round ones)
@@ -783,7 +783,9 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
 
 // Shared memory of the 4-warp form (8 warps are taken only where they fit).
 size_t smem_need(int64_t D, bool fp8) {
-  if (fp8) return D == 64 ? kSmemBytes<64, kWarps, gpu_fp8> : D == 128 ? kSmemBytes<128, kWarps, gpu_fp8> : kSmemBytes<256, kWarps, gpu_fp8>;
+  if (fp8)
+    return D == 64 ? kSmemBytes<64, kWarps, gpu_fp8>
+                   : D == 128 ? kSmemBytes<128, kWarps, gpu_fp8> : kSmemBytes<256, kWarps, gpu_fp8>;
   return D == 64 ? kSmemBytes<64> : D == 128 ? kSmemBytes<128> : kSmemBytes<256>;
 }
 

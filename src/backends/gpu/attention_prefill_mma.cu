@@ -268,8 +268,9 @@ void attn_prefill_mma(const AttentionArgs& a, Stream& s) {
   const int B = int(a.seq_lens.size(0));
   if (B == 0 || a.q.size(0) == 0) return;
   // 16-byte vector loads of q and cache rows, 4-byte output stores: fall back if a view breaks that.
-  const bool ok = attention_views_vec16(p, a.k_cache.dtype == DType::F8E4M3 ? 16 : 8) && reinterpret_cast<uintptr_t>(p.out) % 4 == 0 && p.o_s0 % 2 == 0 &&
-                  p.o_s1 % 2 == 0;
+  const int cache_vec = a.k_cache.dtype == DType::F8E4M3 ? 16 : 8;
+  const bool ok = attention_views_vec16(p, cache_vec) && reinterpret_cast<uintptr_t>(p.out) % 4 == 0 &&
+                  p.o_s0 % 2 == 0 && p.o_s1 % 2 == 0;
   if (!ok) return attn_prefill_portable(a, s);
   const gpuStream_t st = native_stream(s);
   auto go = [&](auto tag, auto ctag) {
