@@ -73,43 +73,6 @@ uint16_t f32_to_f16(float f) {
   return sign | uint16_t(u >> 13);
 }
 
-float f8e4m3_to_f32(uint8_t v) {
-  const uint32_t sign = uint32_t(v & 0x80u) << 24;
-  const uint32_t exp = (v >> 3) & 0xfu;
-  const uint32_t mant = v & 0x7u;
-  if (exp == 0xf && mant == 0x7) return f32_from_bits(sign | 0x7fc00000u);  // the only NaN
-  if (exp == 0) {
-    float r = std::ldexp(float(mant), -9);  // subnormal: mant * 2^-6 / 8
-    return sign ? -r : r;
-  }
-  return f32_from_bits(sign | ((exp + 120) << 23) | (mant << 20));
-}
-
-uint8_t f32_to_f8e4m3(float f) {
-  uint32_t u = f32_bits(f);
-  const uint8_t sign = uint8_t((u >> 24) & 0x80u);
-  u &= 0x7fffffffu;
-  uint8_t r;
-  if (u >= (1087u << 20)) {  // >= 480.0 (first value that rounds past 448), Inf and NaN
-    r = 0x7f;
-  } else if (u < (121u << 23)) {  // below 2^-6: subnormal range, round via float addition
-    const uint32_t denorm_mask = 141u << 23;  // 2^14 * ... : aligns bit 0 with 2^-9
-    r = uint8_t(f32_bits(f32_from_bits(u) + f32_from_bits(denorm_mask)) - denorm_mask);
-  } else {
-    const uint32_t mant_odd = (u >> 20) & 1u;
-    u += (uint32_t(7 - 127) << 23) + 0x7ffffu + mant_odd;
-    r = uint8_t(u >> 20);
-  }
-  return r | sign;
-}
-
-uint8_t f32_to_f8e4m3_satfinite(float f) {
-  constexpr float kMax = 448.f;
-  if (f > kMax) return f32_to_f8e4m3(kMax);
-  if (f < -kMax) return f32_to_f8e4m3(-kMax);
-  return f32_to_f8e4m3(f);  // NaN fails both compares: it stays NaN
-}
-
 void convert_to_f32(DType from, const void* src, float* dst, size_t n) {
   switch (from) {
     case DType::F32: std::memcpy(dst, src, n * 4); return;

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string_view>
 
+#include "core/fp8_e4m3.h"
+
 namespace portllm {
 
 enum class DType : uint8_t { F32, F16, BF16, F8E4M3, F64, I32, I64, U8, I8, BOOL };
@@ -32,12 +34,7 @@ inline uint16_t f32_to_bf16(float f) {
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
-float f8e4m3_to_f32(uint8_t v);
-uint8_t f32_to_f8e4m3(float f);
-// The saturating cast (CUDA's __NV_SATFINITE): |x| beyond the largest finite e4m3, 448, becomes
-// +-448 instead of NaN; NaN stays NaN. An fp8 KV cache stores this way (as vLLM's does), so that
-// an outlier key or value is clipped rather than poisoning every score it enters.
-uint8_t f32_to_f8e4m3_satfinite(float f);
+// f8e4m3_to_f32, f32_to_f8e4m3 and the saturating f32_to_f8e4m3_satfinite: core/fp8_e4m3.h.
 
 // Converts n elements of type `from` at src to float32 at dst (and back).
 void convert_to_f32(DType from, const void* src, float* dst, size_t n);

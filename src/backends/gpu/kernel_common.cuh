@@ -15,14 +15,14 @@ template <class T> __device__ __forceinline__ float ld(const T* p, int64_t i);
 template <> __device__ __forceinline__ float ld<float>(const float* p, int64_t i) { return p[i]; }
 template <> __device__ __forceinline__ float ld<gpu_bf16>(const gpu_bf16* p, int64_t i) { return gpu_bf16_to_f32(p[i]); }
 template <> __device__ __forceinline__ float ld<gpu_half>(const gpu_half* p, int64_t i) { return gpu_half_to_f32(p[i]); }
-template <> __device__ __forceinline__ float ld<gpu_fp8>(const gpu_fp8* p, int64_t i) { return fp8e4m3_to_f32(p[i].bits); }
+template <> __device__ __forceinline__ float ld<gpu_fp8>(const gpu_fp8* p, int64_t i) { return f8e4m3_to_f32(p[i].bits); }
 
 template <class T> __device__ __forceinline__ T cvt(float v);
 template <> __device__ __forceinline__ float cvt<float>(float v) { return v; }
 template <> __device__ __forceinline__ gpu_bf16 cvt<gpu_bf16>(float v) { return gpu_f32_to_bf16(v); }
 template <> __device__ __forceinline__ gpu_half cvt<gpu_half>(float v) { return gpu_f32_to_half(v); }
 // fp8 is only ever a KV cache here, whose writes saturate (core/dtype.h f32_to_f8e4m3_satfinite).
-template <> __device__ __forceinline__ gpu_fp8 cvt<gpu_fp8>(float v) { return gpu_fp8{f32_to_fp8e4m3_satfinite(v)}; }
+template <> __device__ __forceinline__ gpu_fp8 cvt<gpu_fp8>(float v) { return gpu_fp8{f32_to_f8e4m3_satfinite(v)}; }
 
 // A 16-byte weight vector of a weight-streaming kernel (the decode GEMVs): with the evict-first L2
 // policy of the vendor header when `evict_first` (env_switch.h: l2_evict_first()), else the plain

@@ -33,7 +33,7 @@ constexpr int kBK = 32;
 __device__ __forceinline__ float ldw(const float* p, int64_t i) { return p[i]; }
 __device__ __forceinline__ float ldw(const gpu_bf16* p, int64_t i) { return gpu_bf16_to_f32(p[i]); }
 __device__ __forceinline__ float ldw(const gpu_half* p, int64_t i) { return gpu_half_to_f32(p[i]); }
-__device__ __forceinline__ float ldw(const uint8_t* p, int64_t i) { return fp8e4m3_to_f32(p[i]); }
+__device__ __forceinline__ float ldw(const uint8_t* p, int64_t i) { return f8e4m3_to_f32(p[i]); }
 
 
 // tile_start[0] = 0, tile_start[e + 1] = sum over e' <= e of ceil(rows of e' / bm). One block.
@@ -177,7 +177,7 @@ __global__ void fp8_dequant_kernel(TD* dst, int64_t dst_ld, const uint8_t* w, in
   const int64_t total = N * K;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t n = i / K, k = i % K;
-    const float v = fp8e4m3_to_f32(w[n * w_ld + k]) * scale[int64_t(int(n) / bn) * s0 + int64_t(int(k) / bk) * s1];
+    const float v = f8e4m3_to_f32(w[n * w_ld + k]) * scale[int64_t(int(n) / bn) * s0 + int64_t(int(k) / bk) * s1];
     dst[n * dst_ld + k] = cvt<TD>(v);
   }
 }

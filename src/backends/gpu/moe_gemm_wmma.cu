@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kThreads) moe_gemm_wmma_kernel(GroupedGemmPara
       const int64_t gn = n0 + lr + i * kStep;
       if (kin && gn < N) {
         if constexpr (kFp8)
-          rb[i] = cvt<TX>(fp8e4m3_to_f32(w[gn * p.w_ld + k]) * scol[int64_t(int(gn) / p.block_n) * p.s_s0]);
+          rb[i] = cvt<TX>(f8e4m3_to_f32(w[gn * p.w_ld + k]) * scol[int64_t(int(gn) / p.block_n) * p.s_s0]);
         else
           rb[i] = w[gn * p.w_ld + k];
       } else {

@@ -16,12 +16,12 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-// Four e4m3 bytes (byte i = value i) as 256 x their value, bit-exact (fp8.cuh). Kept out of line:
+// Four e4m3 bytes (byte i = value i) as 256 x their value, bit-exact (core/fp8_e4m3.h). Kept out of line:
 // it is the rare path of fp8x4_times256, and inlined into every decode it would multiply the
 // streaming loop's code size.
 __device__ __noinline__ float4 fp8x4_times256_exact(uint32_t w) {
-  return make_float4(fp8e4m3_to_f32(uint8_t(w)) * 256.f, fp8e4m3_to_f32(uint8_t(w >> 8)) * 256.f,
-                     fp8e4m3_to_f32(uint8_t(w >> 16)) * 256.f, fp8e4m3_to_f32(uint8_t(w >> 24)) * 256.f);
+  return make_float4(f8e4m3_to_f32(uint8_t(w)) * 256.f, f8e4m3_to_f32(uint8_t(w >> 8)) * 256.f,
+                     f8e4m3_to_f32(uint8_t(w >> 16)) * 256.f, f8e4m3_to_f32(uint8_t(w >> 24)) * 256.f);
 }
 
 // Four e4m3 bytes as 256 x their value, exactly. A normal e4m3 (exponent field E > 0) is the f32
@@ -87,7 +87,7 @@ template <> struct WVec<uint8_t> {
 __device__ __forceinline__ float wval(float v) { return v; }
 __device__ __forceinline__ float wval(gpu_bf16 v) { return gpu_bf16_to_f32(v); }
 __device__ __forceinline__ float wval(gpu_half v) { return gpu_half_to_f32(v); }
-__device__ __forceinline__ float wval(uint8_t v) { return fp8e4m3_to_f32(v) * 256.f; }
+__device__ __forceinline__ float wval(uint8_t v) { return f8e4m3_to_f32(v) * 256.f; }
 
 // Where x element kk of a staged row lives (row stride kc_stride floats, a multiple of 16). With
 // XV = 8 or 16 (bf16/f16 or fp8 vectors) a lane's XV values are split into XV / 4 float4 groups,

@@ -70,7 +70,7 @@ __device__ __forceinline__ void load_vec(const T* p, float* f) {
       }
     }
 #pragma unroll
-    for (int i = 0; i < N; ++i) f[i] = fp8e4m3_to_f32(uint8_t(w[i / 4] >> (8 * (i % 4))));
+    for (int i = 0; i < N; ++i) f[i] = f8e4m3_to_f32(uint8_t(w[i / 4] >> (8 * (i % 4))));
   } else {
     static_assert(sizeof(T) == 2 && (N == 4 || N % 8 == 0), "16-bit vectors are 8 bytes or whole 16-byte accesses");
     if constexpr (N == 4) {
