@@ -440,11 +440,12 @@ if has trace; then
       python3 scripts/kernel_trace_summary.py /tmp/trace-$m.csv 16 | tee -a "$OUT/trace-summary.txt"
     done
     # TRACE_TPUT="Model ...": the nano-vllm throughput workload under the tracer, its whole run's
-    # device time by kernel, prefill and decode steps apart (scripts/kernel_trace_totals.py).
+    # device time by kernel, prefill and decode steps apart (scripts/kernel_trace_totals.py), with
+    # a TRACE_KV cache (default bf16).
     for m in ${TRACE_TPUT:-}; do
       CUDA_INJECTION64_PATH=$KT KTRACE_OUT=/tmp/trace-tput-$m.csv timeout 400 "$PL" bench throughput --device cuda \
         --load-format dummy --model tests/data/configs/$m --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 \
-        --kv-dtype bf16 >"$OUT/trace-tput-$m.log" 2>&1
+        --kv-dtype ${TRACE_KV:-bf16} >"$OUT/trace-tput-$m.log" 2>&1
       row "trace $m throughput" "rc=$? $(awk '/output tok\/s/{print "out tok/s="$3}' "$OUT/trace-tput-$m.log")"
       python3 scripts/kernel_trace_totals.py /tmp/trace-tput-$m.csv 30 | tee -a "$OUT/trace-tput-summary.txt"
     done

@@ -1,5 +1,6 @@
 // ATTN_DECODE on NVIDIA tensor cores (sm_80+): split-KV decode for bf16/f16 caches, and for fp8
-// (e4m3) caches under bf16/f16 queries (tiles widened in shared memory: kStageLd below).
+// (e4m3) caches under bf16/f16 queries (MMA fragments built from the e4m3 tiles at head dim 128,
+// tiles widened in shared memory otherwise: kStageLd, kDirect below).
 // NVIDIA-only fast path (inline PTX: mma.sync, ldmatrix, cp.async), ARCHITECTURE.md rule 4; its
 // portable sibling is attention_decode.cu, which MUSA builds and which this kernel falls back to
 // for what it does not take (f32, other mixed dtypes, head dims other than 64/128/256, unaligned
@@ -99,10 +100,10 @@ constexpr float kLog2e = 1.4426950408889634f;
 // way), and two keep three blocks per SM for large batches. The cluster form too: three stages
 // 12.3 / 55.8 us against 12.1 / 54.8, and four (one block per SM: a cluster of 16 then needs 16
 // free SMs of one GPC) 21.8 / 88.0.
-// fp8 caches too: four stages (twice the tiles in flight, for the same bytes in flight as bf16,
-// two blocks per SM instead of three) measured slower on the H200 (`ops perf --cold`, Qwen3-8B
-// heads, same binary: 256 x 1k keys 260.9 against 237.1 us, 64 x 1k 90.5 / 77.4, 1 x 32k 39.9 /
-// 38.9).
+// fp8 caches too. With the fragments built from the e4m3 tiles (kDirect), whose buffers are half
+// the size, 3 or 4 stages, and a 4-blocks-per-SM form (Q's fragments in shared memory, 124
+// registers), took batch 256 x 1k keys from 173.8 to 167-171 us but the throughput workload not
+// at all (H200: 10689-10701 out tok/s for all; BENCHMARKS.md, twentieth session).
 constexpr int kStages = 2;
 
 // Arrival counters of the in-kernel split merge, one per (sequence, KV head, row tile) of a
@@ -119,20 +120,42 @@ __device__ unsigned int g_split_counters[kMaxCounters];
 template <int D> constexpr int kLd = D + 8;  // padded smem row: 16-byte aligned, no ldmatrix bank conflicts
 template <int D> constexpr size_t kTileElems = size_t(kKeys) * kLd<D>;
 // An fp8 (e4m3) cache: tiles are copied as they are (rows of D bytes, half the bytes of a 16-bit
-// tile) and widened to f16 in shared memory (widen_fp8_tile, mma_sm80.cuh) before ldmatrix reads
-// them. ldmatrix's rows are 16-bit values (fp8 ones exist from sm_100 on), and the P V product
-// needs V transposed, which only ldmatrix.trans does cheaply. The widening is two conversions per
-// 4 values on sm_89+ (to f16, the MMAs' dtype for fp8 caches: TM in the kernel); widened to bf16
-// by shifts and a multiply (~10 instructions per 4 values) the throughput workload ran no faster
-// than with a bf16 cache (H200: 9781 against 9729 out tok/s). Half the bytes do not halve the
-// time, because the loop is bound by instruction latency per tile, not by bandwidth (see the Q
-// fragments below): H200, `ops perf --cold`, Qwen3-8B heads at batch 256 x 1k keys, fp8 202.4
-// against bf16 267.1 us; the throughput workload 9889 against 9413 out tok/s (BENCHMARKS.md,
-// nineteenth session).
+// tile). The MMAs run in f16 (TM in the kernel): e4m3 widens to f16 exactly, one conversion per
+// pair on sm_89+ (widen_fp8x4_f16, mma_sm80.cuh; to bf16 it takes shifts and a multiply, and the
+// throughput workload then ran no faster than with a bf16 cache: 9781 against 9729 out tok/s).
+// At head dim 128 each lane builds its fragments from the e4m3 tile itself (kDirect, below). At
+// other head dims the tile is widened to f16 in shared memory (widen_fp8_tile) for ldmatrix,
+// whose rows are 16-bit values (fp8 ones exist from sm_100 on); that costs a store and a reload
+// of every value, and the loop was then bound by its instruction latency per tile (ncu: ~610
+// instructions per warp and tile against ~500 for bf16): H200, `ops perf --cold`, Qwen3-8B heads
+// at batch 256 x 1k keys, widened 202.4 us, direct 173.8, bf16 261.4; the throughput workload
+// 9889 out tok/s widened against 9413 bf16 (nineteenth session), direct 10701 against 9746
+// (twentieth; BENCHMARKS.md).
 template <class TC> constexpr bool kFp8 = sizeof(TC) == 1;
 template <int D, class TC> constexpr int kStageLd = kFp8<TC> ? D : kLd<D>;  // a copied row, in TC values
 template <int D, class TC> constexpr size_t kStageBytes = size_t(kKeys) * kStageLd<D, TC> * sizeof(TC);
-template <int D, class TC> constexpr size_t kWideBytes = kFp8<TC> ? 2 * kTileElems<D> * 2 : 0;  // fp8: (K, V) as f16
+// fp8 at head dim 128 (every dense model here): no widened copy; each lane builds its MMA
+// fragments from the copied e4m3 tile with 32-bit words (see "Fragments from e4m3 tiles" below).
+template <int D, class TC> constexpr bool kDirect = kFp8<TC> && D == 128;
+template <int D, class TC>  // fp8 otherwise: (K, V) widened to f16
+constexpr size_t kWideBytes = kFp8<TC> && !kDirect<D, TC> ? 2 * kTileElems<D> * 2 : 0;
+
+// Fragments from e4m3 tiles (kDirect). An m16n8k16 B fragment is, for lane (g, t) = (lane / 4,
+// lane % 4), two pairs of k-consecutive values in column g; ldmatrix builds them from 16-bit
+// rows, and no sm_80/sm_90 instruction does it from 8-bit ones. Two freedoms make plain shared
+// loads do it instead, because attention sums over both the head dims (S = Q K^T) and the keys
+// (O = P V):
+// - head dims: k-step s of S takes, in lane t's k slots {2t, 2t+1, 2t+8, 2t+9}, the dims
+//   32t + 4s + {0, 1, 2, 3}. Q's A fragments are built with the same map, so a lane's K
+//   fragments for all 8 k-steps are 32 contiguous bytes of its key row (two 16-byte loads).
+// - keys: S's column n of n-tile nt is key 4 (n / 2) + 2 nt + n % 2 of the tile, which makes
+//   P V's k slots {2t, 2t+1, 2t+8, 2t+9} keys 4t .. 4t + 3. Output n-tile j's column n is dim
+//   16 n + j, so a lane's V values for all 16 n-tiles are 16 contiguous bytes of each of 4 key
+//   rows; two byte permutes pair the keys per dim, one conversion per pair widens them.
+// Copied rows have their 16-byte chunks permuted (fp8_chunk) so that neither pattern's loads
+// conflict in shared memory banks. Per 16-key tile a lane then issues 8 16-byte loads, 16 byte
+// permutes and 64 conversions, and no shared stores, ldmatrix or widening barrier.
+__device__ __forceinline__ int fp8_chunk(int row, int c) { return c ^ (row & 1) ^ (((row >> 2) & 3) << 1); }
 // Q, then per warp kStages buffers of (K tile, V tile) as copied and, for fp8, one (K, V) pair
 // widened. After the loop the whole region is reused: the warps' final outputs (f32), then the
 // split merge's weights and partial outputs.
@@ -285,7 +308,9 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   // The MMAs' dtype: q's, or f16 for an fp8 cache (one instruction widens a pair of e4m3 to f16
   // on sm_89+, against ~5 to bf16: widen_fp8x4_f16); Q is converted as it is staged, K and V widened.
   using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;
-  static_assert(size_t(W) * kRows * D * 4 <= kSmemBytes<D, W, TC>, "warp outputs fit the shared memory");
+  // The warps' outputs after the loop: rows of kORow floats (see o_col below).
+  constexpr int kORow = kCluster ? D : kDirect<D, TC> ? D + 4 : D + 8;
+  static_assert(size_t(W) * kRows * kORow * 4 <= kSmemBytes<D, W, TC>, "warp outputs fit the shared memory");
   static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kSmemBytes<D, W, TC>,
                 "the split merge fits at least one split at a time");
   static_assert(kKeys * CVPR % 32 == 0, "a tile is a whole number of 16-byte copies per lane");
@@ -365,8 +390,9 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
       for (int it = 0; it < kKeys / kRowStep; ++it, ks += kstep, vs += vstep) {
         const int r = it * kRowStep + r0;
         const bool ok = kt + r < end;
-        cp_async16(sK + r * SLD + c * EV, ok ? ks : kc, ok ? 16 : 0);
-        cp_async16(sV + r * SLD + c * EV, ok ? vs : vc, ok ? 16 : 0);
+        const int cd = kDirect<D, TC> ? fp8_chunk(r, c) : c;
+        cp_async16(sK + r * SLD + cd * EV, ok ? ks : kc, ok ? 16 : 0);
+        cp_async16(sV + r * SLD + cd * EV, ok ? vs : vc, ok ? 16 : 0);
       }
       return;
     }
@@ -381,8 +407,9 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
         ko = kv_offset(p, b, kt + r, p.kc_s0, p.kc_s1, p.kc_s2, kh);
         vo = kv_offset(p, b, kt + r, p.vc_s0, p.vc_s1, p.vc_s2, kh);
       }
-      cp_async16(sK + r * SLD + c * EV, kc + ko + c * EV, ok ? 16 : 0);
-      cp_async16(sV + r * SLD + c * EV, vc + vo + c * EV, ok ? 16 : 0);
+      const int cd = kDirect<D, TC> ? fp8_chunk(r, c) : c;
+      cp_async16(sK + r * SLD + cd * EV, kc + ko + c * EV, ok ? 16 : 0);
+      cp_async16(sV + r * SLD + cd * EV, vc + vo + c * EV, ok ? 16 : 0);
     }
   };
 
@@ -438,12 +465,23 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   __syncthreads();           // everyone's Q
 
   // Q's A fragments stay in registers at head dims up to 128 (32 registers), instead of 8
-  // ldmatrix per tile: the loop is bound by instruction latency, not by bandwidth (ncu, H200,
-  // Qwen3-8B heads at batch 256 x 1k keys: ~500 instructions per warp and 16-key tile, 3 warps per
-  // scheduler, short-scoreboard stalls on shared memory the largest share).
+  // ldmatrix per tile: the widened-fp8 loop was bound by instruction latency (ncu, H200, Qwen3-8B
+  // heads at batch 256 x 1k keys: ~500-610 instructions per warp and 16-key tile, 3 warps per
+  // scheduler, short-scoreboard stalls on shared memory the largest share). kDirect builds them
+  // with its head-dim map (see "Fragments from e4m3 tiles").
   constexpr bool kQInRegs = D <= 128;
   uint32_t qa[kQInRegs ? D / 16 : 1][4];
-  if constexpr (kQInRegs) {
+  const int g = lane / 4, t = lane % 4;  // a fragment's row (or column) and k pair
+  if constexpr (kDirect<D, TC>) {  // k-step s's k slots of lane t: dims 32t + 4s + {0, 1, 2, 3}
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s) {
+      const TM* q0 = sQ + g * LD + (D / 4) * t + 4 * s;
+      qa[s][0] = *reinterpret_cast<const uint32_t*>(q0);
+      qa[s][1] = *reinterpret_cast<const uint32_t*>(q0 + 8 * LD);
+      qa[s][2] = *reinterpret_cast<const uint32_t*>(q0 + 2);
+      qa[s][3] = *reinterpret_cast<const uint32_t*>(q0 + 8 * LD + 2);
+    }
+  } else if constexpr (kQInRegs) {
 #pragma unroll
     for (int kk = 0; kk < D; kk += 16) ldsm_x4(qa[kk / 16], sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
   }
@@ -459,39 +497,64 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     }
     cp_async_wait<kStages - 1>();  // tile j has landed
     __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
-    const TM* sK;
-    if constexpr (kFp8<TC>) {
+    const TM* sK = nullptr;
+    if constexpr (kFp8<TC> && !kDirect<D, TC>) {
       widen_fp8_tile<D, 2 * kKeys, 32>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), lane);
       __syncwarp();  // the widened pair, written by all lanes, is visible to the whole warp
       sK = s_wide;
-    } else {
+    } else if constexpr (!kFp8<TC>) {
       sK = staged(buf);
     }
-    const TM* sV = sK + kTileElems<D>;
+    const TM* sV = kDirect<D, TC> ? nullptr : sK + kTileElems<D>;
+    const uint8_t* tK = reinterpret_cast<const uint8_t*>(staged(buf));  // kDirect: the e4m3 tiles
+    const uint8_t* tV = tK + kKeys * D;
     const int kt = start + (warp + j * W) * kKeys;
 
     float s[2][4];
 #pragma unroll
     for (int i = 0; i < 2; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+    if constexpr (kDirect<D, TC>) {
+      // Column g of n-tile nt is key row 4 (g / 2) + 2 nt + g % 2; its bytes 32t .. 32t + 31 are
+      // this lane's k slots of all 8 k-steps (4 per 32-bit word).
+      uint4 kw[2][2];
 #pragma unroll
-    for (int kk = 0; kk < D; kk += 16) {
-      uint32_t a[4], kb[4];
-      if constexpr (kQInRegs) {
+      for (int nt = 0; nt < 2; ++nt) {
+        const int r = 4 * (g / 2) + 2 * nt + g % 2;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) a[i] = qa[kk / 16][i];
-      } else {
-        ldsm_x4(a, sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
+        for (int h = 0; h < 2; ++h)
+          kw[nt][h] = *reinterpret_cast<const uint4*>(tK + r * D + fp8_chunk(r, 2 * t + h) * 16);
       }
-      ldsm_x4(kb, sK + (lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
-      Mma<TM>::run(s[0], a, kb[0], kb[1]);
-      Mma<TM>::run(s[1], a, kb[2], kb[3]);
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks)
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const uint4& w4 = kw[nt][ks / 4];
+          const uint32_t w = ks % 4 == 0 ? w4.x : ks % 4 == 1 ? w4.y : ks % 4 == 2 ? w4.z : w4.w;
+          uint32_t b0, b1;
+          widen_fp8x4_f16(w, b0, b1);
+          Mma<TM>::run(s[nt], qa[ks], b0, b1);
+        }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < D; kk += 16) {
+        uint32_t a[4], kb[4];
+        if constexpr (kQInRegs) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) a[i] = qa[kk / 16][i];
+        } else {
+          ldsm_x4(a, sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
+        }
+        ldsm_x4(kb, sK + (lane % 8 + (lane / 16) * 8) * LD + kk + ((lane / 8) % 2) * 8);
+        Mma<TM>::run(s[0], a, kb[0], kb[1]);
+        Mma<TM>::run(s[1], a, kb[2], kb[3]);
+      }
     }
     float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
     for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int kpos = kt + nt * 8 + (lane % 4) * 2 + (e & 1);
+        const int kpos = kt + (kDirect<D, TC> ? 4 * t + 2 * nt : nt * 8 + 2 * t) + (e & 1);
         const float v = kpos < end ? s[nt][e] * sl2 : -INFINITY;
         s[nt][e] = v;
         if (e < 2) mx0 = fmaxf(mx0, v);
@@ -531,12 +594,35 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     a[1] = Mma<TM>::pack(s[0][2], s[0][3]);
     a[2] = Mma<TM>::pack(s[1][0], s[1][1]);
     a[3] = Mma<TM>::pack(s[1][2], s[1][3]);
+    if constexpr (kDirect<D, TC>) {
+      // Key rows 4t .. 4t + 3, bytes 16g .. 16g + 15: dim 16g + j of n-tile j for each key. Word
+      // c holds n-tiles 4c .. 4c + 3; a byte permute pairs two keys' values of two dims.
+      uint4 vw[4];
 #pragma unroll
-    for (int d2 = 0; d2 < D / 16; ++d2) {
-      uint32_t vb[4];
-      ldsm_x4_trans(vb, sV + (lane % 8 + ((lane / 8) % 2) * 8) * LD + d2 * 16 + (lane / 16) * 8);
-      Mma<TM>::run(o[2 * d2], a, vb[0], vb[1]);
-      Mma<TM>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
+      for (int i = 0; i < 4; ++i) {
+        const int r = 4 * t + i;
+        vw[i] = *reinterpret_cast<const uint4*>(tV + r * D + fp8_chunk(r, g) * 16);
+      }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        auto word = [c](const uint4& v) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; };
+        const uint32_t r0 = word(vw[0]), r1 = word(vw[1]), r2 = word(vw[2]), r3 = word(vw[3]);
+        uint32_t b0[4], b1[4];  // n-tile 4c + i's fragment: keys (4t, 4t + 1), (4t + 2, 4t + 3)
+        widen_fp8x4_f16(__byte_perm(r0, r1, 0x5140), b0[0], b0[1]);
+        widen_fp8x4_f16(__byte_perm(r0, r1, 0x7362), b0[2], b0[3]);
+        widen_fp8x4_f16(__byte_perm(r2, r3, 0x5140), b1[0], b1[1]);
+        widen_fp8x4_f16(__byte_perm(r2, r3, 0x7362), b1[2], b1[3]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) Mma<TM>::run(o[4 * c + i], a, b0[i], b1[i]);
+      }
+    } else {
+#pragma unroll
+      for (int d2 = 0; d2 < D / 16; ++d2) {
+        uint32_t vb[4];
+        ldsm_x4_trans(vb, sV + (lane % 8 + ((lane / 8) % 2) * 8) * LD + d2 * 16 + (lane / 16) * 8);
+        Mma<TM>::run(o[2 * d2], a, vb[0], vb[1]);
+        Mma<TM>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
+      }
     }
     __syncwarp();  // every lane is done with buf before a later iteration refills it
   }
@@ -548,7 +634,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   // padding and skipped.
   cp_async_wait<0>();
   __syncthreads();
-  float* s_o = reinterpret_cast<float*>(smem_raw);  // [W][kRows][D]
+  float* s_o = reinterpret_cast<float*>(smem_raw);  // [W][kRows][kORow]
   const int r0 = lane / 4;
   if (lane % 4 == 0) {
     s_m[warp][r0] = m0;
@@ -556,18 +642,25 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     s_m[warp][r0 + 8] = m1;
     s_l[warp][r0 + 8] = l1;
   }
+  // Output n-tile i's columns (2t, 2t + 1): dims i * 8 + 2t + {0, 1}, or, kDirect, 16 (2t) + i and
+  // 16 (2t + 1) + i.
+  // Rows of kORow floats, dim d of a row at column o_col(d): padding that keeps the fragment stores
+  // here and the merge's row reads below off each other's banks (unpadded, each kDirect store put
+  // all 16 lanes on one bank, and the others 4). The cluster form's merge reads them unpadded.
+  auto o_col = [](int d) { return kDirect<D, TC> && !kCluster ? d + (d >> 5) : d; };
+  constexpr int kNext = kDirect<D, TC> ? 16 : 1;  // the dim of column 2t + 1 after that of 2t
 #pragma unroll
   for (int i = 0; i < D / 8; ++i) {
-    const int d = i * 8 + (lane % 4) * 2;
-    float* row0 = s_o + (size_t(warp) * kRows + r0) * D;
-    float* row1 = row0 + 8 * D;
+    const int d = kDirect<D, TC> ? 32 * (lane % 4) + i : i * 8 + (lane % 4) * 2;
+    float* row0 = s_o + (size_t(warp) * kRows + r0) * kORow;
+    float* row1 = row0 + 8 * kORow;
     if (r0 < ng) {
-      row0[d] = o[i][0];
-      row0[d + 1] = o[i][1];
+      row0[o_col(d)] = o[i][0];
+      row0[o_col(d + kNext)] = o[i][1];
     }
     if (r0 + 8 < ng) {
-      row1[d] = o[i][2];
-      row1[d + 1] = o[i][3];
+      row1[o_col(d)] = o[i][2];
+      row1[o_col(d + kNext)] = o[i][3];
     }
   }
   __syncthreads();
@@ -583,7 +676,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
       if (s_l[w][g] > 0.f) {
         const float e = exp2f(s_m[w][g] - M);
         L += s_l[w][g] * e;
-        acc += s_o[(size_t(w) * kRows + g) * D + d] * e;
+        acc += s_o[(size_t(w) * kRows + g) * kORow + o_col(d)] * e;
       }
     if constexpr (kCluster) {
       s_o[size_t(g) * D + d] = acc;  // warp 0's slot of (g, d), read above by this thread only
