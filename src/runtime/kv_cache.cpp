@@ -1,5 +1,9 @@
 #include "runtime/kv_cache.h"
 
+#include <cstdlib>
+#include <string>
+#include <utility>
+
 #include "core/error.h"
 #include "ops/op_args.h"
 
@@ -16,6 +20,31 @@ void require_kv_write_kernel(OpContext& ctx, DType dtype, int64_t page_size) {
     PL_THROW("--kv-dtype {}: {} has no kernel for a KV cache of this dtype; f32, f16, bf16 and fp8 caches work "
              "on every backend", dtype_name(dtype), ctx.device->name());
 }
+// PORTLLM_KV_LAYOUT=hnd (read once; default nhd): each page of a paged K/V cache is stored head
+// by head ([block, head, token, dim]) instead of token by token ([block, token, head, dim]),
+// exposed as the same [block, token, head, dim] view with permuted strides, so every kernel (they
+// all address the cache by its strides) reads it unchanged. What it is for: a decode tile of one
+// KV head (16 tokens) is then one contiguous run of 16 rows instead of 16 rows a head-stride apart
+// (e4m3 rows of 128 dims are 128 bytes); an experiment switch until it is measured on a GPU
+// (BENCHMARKS.md, twentieth session).
+bool head_major_pages() {
+  static const bool v = [] {
+    const char* e = std::getenv("PORTLLM_KV_LAYOUT");
+    const std::string s = e ? e : "nhd";
+    if (s != "nhd" && s != "hnd") PL_THROW("PORTLLM_KV_LAYOUT={}: expected nhd or hnd", s);
+    return s == "hnd";
+  }();
+  return v;
+}
+
+// A paged K or V cache [blocks, page, heads, dim], stored token- or head-major within a page.
+Tensor paged_cache(Device& dev, DType dtype, int64_t blocks, int64_t page, int64_t heads, int64_t dim) {
+  if (!head_major_pages()) return dev.zeros(dtype, {blocks, page, heads, dim});
+  Tensor t = dev.zeros(dtype, {blocks, heads, page, dim});
+  std::swap(t.shape[1], t.shape[2]);
+  std::swap(t.strides[1], t.strides[2]);
+  return t;
+}
 }  // namespace
 
 KvCache::KvCache(OpContext& ctx, const std::vector<LayerCacheSpec>& spec, const KvCacheConfig& cfg) : cfg_(cfg) {
@@ -28,8 +57,8 @@ KvCache::KvCache(OpContext& ctx, const std::vector<LayerCacheSpec>& spec, const 
   for (const auto& s : spec) {
     LayerCache c;
     if (s.kind == K::PagedKV) {
-      c.k = ctx.device->zeros(cfg.dtype, {cfg.num_blocks, cfg.page_size, s.num_kv_heads, s.head_dim_k});
-      c.v = ctx.device->zeros(cfg.dtype, {cfg.num_blocks, cfg.page_size, s.num_kv_heads, s.head_dim_v});
+      c.k = paged_cache(*ctx.device, cfg.dtype, cfg.num_blocks, cfg.page_size, s.num_kv_heads, s.head_dim_k);
+      c.v = paged_cache(*ctx.device, cfg.dtype, cfg.num_blocks, cfg.page_size, s.num_kv_heads, s.head_dim_v);
       has_paged_ = true;
     } else if (s.kind == K::PagedLatent) {
       c.k = ctx.device->zeros(cfg.dtype, {cfg.num_blocks, cfg.page_size, 1, s.latent_dim});

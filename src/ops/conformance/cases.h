@@ -12,8 +12,12 @@ struct AttnShape {
   int Hq, Hkv, D, page;
   int max_seq_len = 0;  // the max_seq_len the op is told, when above the longest context (a graph
                         // captured for max_model_len passes that bound); 0 = the longest context
+  bool head_major = false;  // pages stored [head, token, dim] (PORTLLM_KV_LAYOUT=hnd), seen through
+                            // the [block, token, head, dim] view with permuted strides
 };
 OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode);
+// A contiguous [NB, H, page, D] cache seen as [NB, page, H, D] (head-major pages).
+Tensor head_major_view(Tensor t);
 
 // MLA_ATTENTION over a paged latent cache [NB, page, 1, Dc + Dr] (cases_mla.cpp).
 struct MlaShape {

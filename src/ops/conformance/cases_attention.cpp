@@ -25,6 +25,12 @@ AttnShape large_decode_batch() {
   return s;
 }
 
+// The same shape with head-major pages (PORTLLM_KV_LAYOUT=hnd).
+AttnShape head_major(AttnShape s) {
+  s.head_major = true;
+  return s;
+}
+
 std::vector<AttnShape> shapes(bool decode) {
   if (decode)
     return {{{1}, {1}, 4, 2, 64, 16},          {{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16},
@@ -34,11 +40,12 @@ std::vector<AttnShape> shapes(bool decode) {
             // a decode graph's bound (max_seq_len) far above the contexts: the splits a sequence
             // uses follow its own context (1, several, and 2 of the launch's splits)
             {{1, 1, 1}, {40, 700, 129}, 8, 2, 128, 16, 4096},
-            large_decode_batch()};
+            large_decode_batch(), head_major({{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16}),
+            head_major(large_decode_batch())};
   return {{{5}, {5}, 4, 2, 64, 16},           {{7, 13}, {7, 20}, 8, 2, 128, 16},
           {{1, 5, 3}, {9, 5, 40}, 4, 1, 32, 16}, {{33}, {100}, 8, 8, 64, 64},
           {{17, 2}, {17, 66}, 6, 3, 256, 16},  {{64}, {64}, 16, 2, 128, 64},
-          {{13}, {13}, 2, 2, 192, 16}};
+          {{13}, {13}, 2, 2, 192, 16},         head_major({{7, 13}, {7, 20}, 8, 2, 128, 16})};
 }
 
 // A cache of nb blocks with the sequences' blocks spread over it in shuffled order.
@@ -65,6 +72,12 @@ std::vector<int32_t> block_tables(CaseRng& r, const AttnShape& s, int& max_block
 
 }  // namespace
 
+Tensor head_major_view(Tensor t) {
+  std::swap(t.shape[1], t.shape[2]);
+  std::swap(t.strides[1], t.strides[2]);
+  return t;
+}
+
 OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode) {
   CaseRng r(uint64_t(s.D * 7 + s.Hq + s.page + int(cache_dt) + (decode ? 1000 : 0)));
   int max_blocks, nb;
@@ -81,14 +94,17 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
   if (uniform && B > 4) lens = fmt::format("{}x{}/{}", B, s.q_lens[0], s.ctx_lens[0]);  // B sequences alike
   else
     for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
-  c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}", lens, s.Hq, s.Hkv, s.D, s.page, dtype_name(cache_dt));
+  c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}{}", lens, s.Hq, s.Hkv, s.D, s.page,
+                       dtype_name(cache_dt), s.head_major ? " hnd" : "");
   // An fp8 cache's values are read exactly on every side (e4m3 widens exactly to any float type),
   // so it adds no rounding of its own: the bound of a 16-bit cache.
   c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt == DType::F8E4M3 ? DType::BF16 : cache_dt));
   c.tensors = {CaseRng::filled(act, {T, s.Hq, s.D}, kNaN),
                r.tensor(act, {T, s.Hq, s.D}),
-               r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
-               r.tensor(cache_dt, {nb, s.page, s.Hkv, s.D}),
+               r.tensor(cache_dt, s.head_major ? std::vector<int64_t>{nb, s.Hkv, s.page, s.D}
+                                               : std::vector<int64_t>{nb, s.page, s.Hkv, s.D}),
+               r.tensor(cache_dt, s.head_major ? std::vector<int64_t>{nb, s.Hkv, s.page, s.D}
+                                               : std::vector<int64_t>{nb, s.page, s.Hkv, s.D}),
                r.ints(tables, {B, max_blocks}),
                r.ints(std::vector<int32_t>(s.ctx_lens.begin(), s.ctx_lens.end()), {B}),
                r.ints(qsl, {B + 1})};
@@ -101,8 +117,8 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
     AttentionArgs a;
     a.out = t[0];
     a.q = t[1];
-    a.k_cache = t[2];
-    a.v_cache = t[3];
+    a.k_cache = s.head_major ? head_major_view(t[2]) : t[2];
+    a.v_cache = s.head_major ? head_major_view(t[3]) : t[3];
     a.block_tables = t[4];
     a.seq_lens = t[5];
     a.query_start_loc = t[6];
@@ -132,8 +148,10 @@ std::vector<OpCase> kv_write_cases(DType act) {
   std::vector<OpCase> v;
   for (DType cache_dt : {DType::F32, DType::BF16, DType::F16, DType::F8E4M3}) {
     if (act != DType::F32 && cache_dt != act && cache_dt != DType::F8E4M3) continue;
-    for (auto [T, H, D, page] : {std::tuple{1, 2, 64, 16}, {7, 4, 128, 16}, {13, 1, 576, 64}, {33, 8, 32, 16}}) {
-      CaseRng r(uint64_t(T * 3 + H + D + page + int(cache_dt)));
+    // hnd: head-major pages (PORTLLM_KV_LAYOUT=hnd)
+    for (auto [T, H, D, page, hnd] : {std::tuple{1, 2, 64, 16, false}, {7, 4, 128, 16, false},
+                                      {13, 1, 576, 64, false}, {33, 8, 32, 16, false}, {7, 4, 128, 16, true}}) {
+      CaseRng r(uint64_t(T * 3 + H + D + page + int(cache_dt) + (hnd ? 500 : 0)));
       const int nb = (T + page - 1) / page * 2 + 1;
       std::vector<int32_t> slots(static_cast<size_t>(nb * page));
       std::iota(slots.begin(), slots.end(), 0);
@@ -142,14 +160,14 @@ std::vector<OpCase> kv_write_cases(DType act) {
       if (T > 2) slots[1] = -1;  // padding token: must not be written
       OpCase c;
       c.op = Op::KV_WRITE;
-      c.name = fmt::format("T={} H={} D={} page={} cache={}", T, H, D, page, dtype_name(cache_dt));
+      c.name = fmt::format("T={} H={} D={} page={} cache={}{}", T, H, D, page, dtype_name(cache_dt), hnd ? " hnd" : "");
       c.tol = 0;
-      c.tensors = {r.tensor(act, {T, H, D}), r.tensor(act, {T, H, D}),
-                   r.tensor(cache_dt, {nb, page, H, D}), r.tensor(cache_dt, {nb, page, H, D}),
-                   r.ints(slots, {T})};
+      const std::vector<int64_t> cache_shape = hnd ? std::vector<int64_t>{nb, H, page, D} : std::vector<int64_t>{nb, page, H, D};
+      c.tensors = {r.tensor(act, {T, H, D}), r.tensor(act, {T, H, D}), r.tensor(cache_dt, cache_shape),
+                   r.tensor(cache_dt, cache_shape), r.ints(slots, {T})};
       c.outputs = {2, 3};
-      c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
-        KvWriteArgs a{t[0], t[1], t[2], t[3], t[4]};
+      c.invoke = [hnd = hnd](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        KvWriteArgs a{t[0], t[1], hnd ? head_major_view(t[2]) : t[2], hnd ? head_major_view(t[3]) : t[3], t[4]};
         sink(a.desc(), &a);
       };
       v.push_back(std::move(c));
