@@ -30,56 +30,57 @@ template <class T> __device__ __forceinline__ uint32_t pack2(float a, float b) {
   return *reinterpret_cast<const uint32_t*>(h);
 }
 
+// W 32-bit words at p in one 4- or 8-byte access (W = 1, 2) or in 16-byte accesses (W % 4 == 0):
+// the access pattern every dtype's vectors share; p is aligned to the access (vec_view).
+template <int W>
+__device__ __forceinline__ void load_words(const void* p, uint32_t* w) {
+  static_assert(W == 1 || W == 2 || W % 4 == 0, "vectors are 4 or 8 bytes or whole 16-byte accesses");
+  if constexpr (W == 1) {
+    w[0] = *static_cast<const uint32_t*>(p);
+  } else if constexpr (W == 2) {
+    const uint2 v = *static_cast<const uint2*>(p);
+    w[0] = v.x;
+    w[1] = v.y;
+  } else {
+#pragma unroll
+    for (int i = 0; i < W / 4; ++i) {
+      const uint4 v = static_cast<const uint4*>(p)[i];
+      w[4 * i] = v.x;
+      w[4 * i + 1] = v.y;
+      w[4 * i + 2] = v.z;
+      w[4 * i + 3] = v.w;
+    }
+  }
+}
+template <int W>
+__device__ __forceinline__ void store_words(void* p, const uint32_t* w) {
+  static_assert(W == 1 || W == 2 || W % 4 == 0, "vectors are 4 or 8 bytes or whole 16-byte accesses");
+  if constexpr (W == 1) {
+    *static_cast<uint32_t*>(p) = w[0];
+  } else if constexpr (W == 2) {
+    *static_cast<uint2*>(p) = make_uint2(w[0], w[1]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < W / 4; ++i) static_cast<uint4*>(p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+  }
+}
+
+// N values per access: f32 2 or 4k, bf16/f16 4 or 8k, fp8 4, 8 or 16k (8 or 16k bytes), or 1.
 template <class T, int N>
 __device__ __forceinline__ void load_vec(const T* p, float* f) {
   if constexpr (N == 1) {
     f[0] = ld(p, 0);
-  } else if constexpr (std::is_same_v<T, float>) {
-    static_assert(N == 2 || N % 4 == 0, "f32 vectors are 8 bytes or whole 16-byte accesses");
-    if constexpr (N == 2) {
-      const float2 v = *reinterpret_cast<const float2*>(p);
-      f[0] = v.x;
-      f[1] = v.y;
-    } else {
-#pragma unroll
-      for (int i = 0; i < N / 4; ++i) {
-        const float4 v = reinterpret_cast<const float4*>(p)[i];
-        f[4 * i] = v.x;
-        f[4 * i + 1] = v.y;
-        f[4 * i + 2] = v.z;
-        f[4 * i + 3] = v.w;
-      }
-    }
-  } else if constexpr (sizeof(T) == 1) {
-    static_assert(N == 4 || N == 8 || N % 16 == 0, "fp8 vectors are 4 or 8 bytes or whole 16-byte accesses");
-    uint32_t w[N / 4];
-    if constexpr (N == 4) {
-      w[0] = *reinterpret_cast<const uint32_t*>(p);
-    } else if constexpr (N == 8) {
-      const uint2 v = *reinterpret_cast<const uint2*>(p);
-      w[0] = v.x;
-      w[1] = v.y;
-    } else {
-#pragma unroll
-      for (int i = 0; i < N / 16; ++i) {
-        const uint4 v = reinterpret_cast<const uint4*>(p)[i];
-        w[4 * i] = v.x;
-        w[4 * i + 1] = v.y;
-        w[4 * i + 2] = v.z;
-        w[4 * i + 3] = v.w;
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < N; ++i) f[i] = f8e4m3_to_f32(uint8_t(w[i / 4] >> (8 * (i % 4))));
   } else {
-    static_assert(sizeof(T) == 2 && (N == 4 || N % 8 == 0), "16-bit vectors are 8 bytes or whole 16-byte accesses");
-    if constexpr (N == 4) {
-      const uint2 v = *reinterpret_cast<const uint2*>(p);
-      unpack2<T>(v.x, f);
-      unpack2<T>(v.y, f + 2);
-    } else {
+    static_assert(N * sizeof(T) % 4 == 0, "whole words");
+    uint32_t w[N * sizeof(T) / 4];
+    load_words<N * sizeof(T) / 4>(p, w);
 #pragma unroll
-      for (int i = 0; i < N / 8; ++i) unpack8<T>(reinterpret_cast<const uint4*>(p)[i], f + 8 * i);
+    for (int i = 0; i < N * int(sizeof(T)) / 4; ++i) {
+      if constexpr (std::is_same_v<T, float>) f[i] = __uint_as_float(w[i]);
+      else if constexpr (sizeof(T) == 2) unpack2<T>(w[i], f + 2 * i);
+      else
+#pragma unroll
+        for (int k = 0; k < 4; ++k) f[4 * i + k] = f8e4m3_to_f32(uint8_t(w[i] >> (8 * k)));
     }
   }
 }
@@ -88,43 +89,18 @@ template <class T, int N>
 __device__ __forceinline__ void store_vec(T* p, const float* f) {
   if constexpr (N == 1) {
     p[0] = cvt<T>(f[0]);
-  } else if constexpr (std::is_same_v<T, float>) {
-    static_assert(N == 2 || N % 4 == 0, "f32 vectors are 8 bytes or whole 16-byte accesses");
-    if constexpr (N == 2) {
-      *reinterpret_cast<float2*>(p) = make_float2(f[0], f[1]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < N / 4; ++i)
-        reinterpret_cast<float4*>(p)[i] = make_float4(f[4 * i], f[4 * i + 1], f[4 * i + 2], f[4 * i + 3]);
-    }
-  } else if constexpr (sizeof(T) == 1) {
-    static_assert(N == 4 || N == 8 || N % 16 == 0, "fp8 vectors are 4 or 8 bytes or whole 16-byte accesses");
-    uint32_t w[N / 4];
-#pragma unroll
-    for (int i = 0; i < N / 4; ++i)
-      w[i] = uint32_t(cvt<T>(f[4 * i]).bits) | uint32_t(cvt<T>(f[4 * i + 1]).bits) << 8 |
-             uint32_t(cvt<T>(f[4 * i + 2]).bits) << 16 | uint32_t(cvt<T>(f[4 * i + 3]).bits) << 24;
-    if constexpr (N == 4) {
-      *reinterpret_cast<uint32_t*>(p) = w[0];
-    } else if constexpr (N == 8) {
-      *reinterpret_cast<uint2*>(p) = make_uint2(w[0], w[1]);
-    } else {
-#pragma unroll
-      for (int i = 0; i < N / 16; ++i)
-        reinterpret_cast<uint4*>(p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
-    }
   } else {
-    static_assert(sizeof(T) == 2 && (N == 4 || N % 8 == 0), "16-bit vectors are 8 bytes or whole 16-byte accesses");
-    if constexpr (N == 4) {
-      *reinterpret_cast<uint2*>(p) = make_uint2(pack2<T>(f[0], f[1]), pack2<T>(f[2], f[3]));
-    } else {
+    static_assert(N * sizeof(T) % 4 == 0, "whole words");
+    uint32_t w[N * sizeof(T) / 4];
 #pragma unroll
-      for (int i = 0; i < N / 8; ++i) {
-        const float* g = f + 8 * i;
-        reinterpret_cast<uint4*>(p)[i] =
-            make_uint4(pack2<T>(g[0], g[1]), pack2<T>(g[2], g[3]), pack2<T>(g[4], g[5]), pack2<T>(g[6], g[7]));
-      }
+    for (int i = 0; i < N * int(sizeof(T)) / 4; ++i) {
+      if constexpr (std::is_same_v<T, float>) w[i] = __float_as_uint(f[i]);
+      else if constexpr (sizeof(T) == 2) w[i] = pack2<T>(f[2 * i], f[2 * i + 1]);
+      else
+        w[i] = uint32_t(cvt<T>(f[4 * i]).bits) | uint32_t(cvt<T>(f[4 * i + 1]).bits) << 8 |
+               uint32_t(cvt<T>(f[4 * i + 2]).bits) << 16 | uint32_t(cvt<T>(f[4 * i + 3]).bits) << 24;
     }
+    store_words<N * sizeof(T) / 4>(p, w);
   }
 }
 
