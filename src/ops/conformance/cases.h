@@ -27,7 +27,8 @@ struct MlaShape {
 };
 OpCase mla_case(DType act, DType cache_dt, const MlaShape& s);
 
-struct MatmulShape { int M, N, K; bool bias; };
+// f32_out: f32 output under 16-bit activations (the logits); otherwise the activation dtype.
+struct MatmulShape { int M, N, K; bool bias; bool f32_out = false; };
 // fp8 weights (wt = F8E4M3) get 128x128 block scales when block = 128, one scale when 0.
 OpCase matmul_case(DType act, DType wt, MatmulShape s, int block);
 

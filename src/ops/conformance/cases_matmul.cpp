@@ -12,8 +12,8 @@ OpCase matmul_case(DType act, DType wt, MatmulShape s, int block) {
   CaseRng r(uint64_t(s.M * 1009 + s.N * 31 + s.K + int(wt)));
   OpCase c;
   c.op = wt == DType::F8E4M3 ? Op::MATMUL_FP8_BLOCK : Op::MATMUL;
-  c.name = fmt::format("M={} N={} K={} w={}{}{}", s.M, s.N, s.K, dtype_name(wt), s.bias ? " bias" : "",
-                       wt == DType::F8E4M3 ? (block ? " block128" : " per-tensor") : "");
+  c.name = fmt::format("M={} N={} K={} w={}{}{}{}", s.M, s.N, s.K, dtype_name(wt), s.bias ? " bias" : "",
+                       wt == DType::F8E4M3 ? (block ? " block128" : " per-tensor") : "", s.f32_out ? " out=f32" : "");
   const double wscale = 1.0 / std::sqrt(double(s.K));
   Tensor w = wt == DType::F8E4M3 ? r.tensor(wt, {s.N, s.K}, -448, 448) : r.tensor(wt, {s.N, s.K}, -wscale, wscale);
   Tensor scale;
@@ -24,7 +24,8 @@ OpCase matmul_case(DType act, DType wt, MatmulShape s, int block) {
   c.tensors = {CaseRng::filled(DType::F32, {s.M, s.N}, std::numeric_limits<double>::quiet_NaN()),
                r.tensor(act, {s.M, s.K}), w, bias, scale};
   // Output f32 (as lm_head needs) for f32 activations; activation dtype otherwise.
-  if (act != DType::F32) c.tensors[0] = CaseRng::filled(act, {s.M, s.N}, std::numeric_limits<double>::quiet_NaN());
+  if (act != DType::F32 && !s.f32_out)
+    c.tensors[0] = CaseRng::filled(act, {s.M, s.N}, std::numeric_limits<double>::quiet_NaN());
   c.outputs = {0};
   c.tol = std::max(default_tolerance(act), default_tolerance(wt == DType::F8E4M3 ? DType::BF16 : wt));
   if (wt == DType::F8E4M3) c.tol = 2e-2;  // kernels may quantize activations per token group (W8A8)
@@ -51,6 +52,14 @@ const Shape kShapes[] = {{1, 13, 7, false}, {2, 64, 96, true}, {3, 100, 200, fal
 const Shape kDecodeShapes[] = {{1, 2048, 4096, false}, {1, 1000, 2048, true}, {1, 4960, 256, true},
                                {1, 7936, 128, false}};
 
+// Decode-batch GEMMs (2 < M <= 256) for GPU kernels that tile W's rows and tokens and may split
+// K: token counts that fill 64-, 128- and 256-row tiles partly, a partial last row tile, K not a
+// multiple of 64, deep K, a bias, f32 logits. 16-bit weights only.
+const Shape kDecodeGemmShapes[] = {{2, 256, 512, false},         {17, 136, 2048, true},
+                                   {100, 1000, 704, false},      {129, 384, 1032, true},
+                                   {200, 640, 4096, false},      {256, 512, 2048, false, true},
+                                   {64, 128, 8192, false},       {250, 2056, 256, true, true}};
+
 std::vector<OpCase> matmul_cases(DType act) {
   std::vector<OpCase> v;
   for (DType wt : {DType::F32, DType::BF16, DType::F16}) {
@@ -58,6 +67,8 @@ std::vector<OpCase> matmul_cases(DType act) {
     for (const Shape& s : kShapes) v.push_back(matmul_case(act, wt, s, 0));
     if (wt == act && wt != DType::F32)
       for (const Shape& s : kDecodeShapes) v.push_back(matmul_case(act, wt, s, 0));
+    if (wt == act && wt != DType::F32)
+      for (const Shape& s : kDecodeGemmShapes) v.push_back(matmul_case(act, wt, s, 0));
   }
   return v;
 }

@@ -117,9 +117,9 @@ std::vector<OpCase> matmul_perf(DType act) {
     add(s);
   // Qwen3-8B's qkv, o_proj, down_proj, and gate_up at more decode batch
   // sizes of the throughput workload, where a GEMM should stream its weights.
-  for (int m : {16, 32, 128, 256}) {
+  for (int m : {16, 32, 64, 128, 192, 256}) {
     for (auto [n, k] : {std::pair<int, int>{6144, 4096}, {4096, 4096}, {4096, 12288}}) add({m, n, k, false});
-    if (m != 256) add({m, 24576, 4096, false});
+    if (m != 64 && m != 256) add({m, 24576, 4096, false});
   }
   return v;
 }
