@@ -4,7 +4,7 @@
 //   1. adjustments (bias, min_tokens mask, repetition, presence/frequency), one phase per kind;
 //   2. one pass: argmax (ARGMAX semantics), the row max mx and the finite minimum;
 //      greedy rows (or a non-finite max) stop here; at small batches greedy rows without
-//      adjustments are split over several blocks instead (greedy_part_kernel);
+//      adjustments, and plain sampling rows, are split over several blocks instead (part_max_kernel);
 //   3. top-k / top-p cuts by selection instead of sorting. The ranking (logit desc, id asc) is a
 //      total order, and a cut keeps a rank prefix, so a cut is "the element at which the
 //      cumulative weight, walked from the top, first reaches T": weight 1 and T = k for top-k,
@@ -61,6 +61,31 @@ __device__ __forceinline__ void load_ahead(float (&vals)[kLoads], const float* r
     vals[u] = j < end ? row[j] : 0.f;
   }
 }
+// The same with 16-byte loads: kVecLoads vectors of 4 consecutive ids per thread in flight, 4x
+// the bytes of one float each. At moderate batches a row has one block on a compute unit, which
+// then streams the row at what its loads in flight allow (~10-20 GB/s with single floats).
+// Used where the row is 16-byte aligned; q[u] covers ids c*4 .. c*4+3 for c = c0 + u * stride.
+// Ids at or past `end` read as 0 (callers skip them).
+constexpr int kVecLoads = 4;
+__device__ __forceinline__ void load_ahead4(float4 (&q)[kVecLoads], const float* row, int64_t c0, int64_t end,
+                                            int64_t stride) {
+#pragma unroll
+  for (int u = 0; u < kVecLoads; ++u) {
+    const int64_t j = (c0 + int64_t(u) * stride) * 4;
+    if (j + 3 < end) {
+      q[u] = *reinterpret_cast<const float4*>(row + j);
+    } else {
+      q[u].x = j < end ? row[j] : 0.f;
+      q[u].y = j + 1 < end ? row[j + 1] : 0.f;
+      q[u].z = j + 2 < end ? row[j + 2] : 0.f;
+      q[u].w = j + 3 < end ? row[j + 3] : 0.f;
+    }
+  }
+}
+__device__ __forceinline__ float lane_of(const float4& q, int e) {
+  return e == 0 ? q.x : e == 1 ? q.y : e == 2 ? q.z : q.w;
+}
+__device__ __forceinline__ bool aligned_row(const float* row) { return reinterpret_cast<uintptr_t>(row) % 16 == 0; }
 static_assert(kThreads >= kBins && kThreads % kWarpSize == 0 && kNW <= 32, "block shape");
 
 struct Shared {
@@ -103,6 +128,7 @@ __device__ u64 block_sum_u64(u64 v, Shared& sm) {
 struct RowCtx {
   const float* row;
   int64_t V;
+  bool vec;  // 16-byte loads of the row (load_ahead4)
   float mx, inv_t, min_p, vb_scale;
   double fx_scale;  // 2^s
   __device__ float rel(float l) const { return expf((l - mx) * inv_t); }
@@ -155,38 +181,59 @@ __device__ void select_bin(u64 above, u64 T, Shared& sm, int& d, u64& new_above)
   new_above = d >= 0 ? sm.sel_above : above;
 }
 
-// The smallest j in [0, V) at which the running sum in id order of w(j) exceeds
-// target_of(total); -1 when it never does. Two rounds narrow the range: the block's warps sum
-// contiguous segments of it, and the segment where the running sum crosses the target is the
-// range of the next round; then one warp scans what is left (160 ids at V = 151936) in id order.
-// (After one round a warp scanned ~4.7k ids alone, one dependent load per 32 ids.)
+// Over ids [lo, hi) of the row, with `before` the weight of the ids before lo: the smallest j in
+// the range at which before + the running sum in id order of w(row[j], j) exceeds
+// target_of(before + the range's weight); -1 when it never does. (A split row passes one slice
+// and its target; the one-block path the whole row.) Two rounds narrow the range: the block's
+// warps sum contiguous segments of it (multiples of 128 ids, so 16-byte loads stay aligned), and
+// the segment where the running sum crosses the target is the range of the next round; then one
+// warp scans what is left (256 ids at V = 151936) in id order. The weights are integers, so the
+// sums do not depend on how the range is cut. (After one round a warp scanned ~4.7k ids alone,
+// one dependent load per 32 ids.)
 template <class W, class Target>
-__device__ int64_t ordered_find(int64_t V, W w, Target target_of, Shared& sm) {
+__device__ int64_t ordered_find(const float* row, int64_t lo, int64_t hi, u64 before, bool vec, W w, Target target_of,
+                                Shared& sm) {
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
-  int64_t lo = 0, hi = V;
-  u64 before = 0, target = 0;
+  vec = vec && lo % 4 == 0;
+  u64 target = 0;
   for (int round = 0; round < 2; ++round) {
     const int64_t per = (hi - lo + kNW - 1) / kNW;
-    const int64_t seg = (per + kWarpSize - 1) / kWarpSize * kWarpSize;
+    const int64_t seg = (per + 4 * kWarpSize - 1) / (4 * kWarpSize) * (4 * kWarpSize);
     const int64_t s0 = min(hi, lo + int64_t(warp) * seg), s1 = min(hi, s0 + seg);
     u64 acc = 0;
-    constexpr int kW = kLoads / 2;  // u64 weights: half as many, within the register budget
-    for (int64_t j0 = s0 + lane; j0 < s1; j0 += int64_t(kW) * kWarpSize) {
-      u64 ws[kW];
+    if (vec) {
+      // Lane l reads ids s0 + 4 l .. +3, then 128 further, ...; s0 is a multiple of 128.
+      for (int64_t c0 = s0 / 4 + lane; 4 * c0 < s1; c0 += int64_t(kVecLoads) * kWarpSize) {
+        float4 q[kVecLoads];
+        load_ahead4(q, row, c0, s1, kWarpSize);
 #pragma unroll
-      for (int u = 0; u < kW; ++u) {
-        const int64_t j = j0 + int64_t(u) * kWarpSize;
-        ws[u] = j < s1 ? w(j) : 0ull;
+        for (int u = 0; u < kVecLoads; ++u) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int64_t j = (c0 + int64_t(u) * kWarpSize) * 4 + e;
+            if (j < s1) acc += w(lane_of(q[u], e), j);
+          }
+        }
       }
+    } else {
+      constexpr int kW = kLoads / 2;  // u64 weights: half as many, within the register budget
+      for (int64_t j0 = s0 + lane; j0 < s1; j0 += int64_t(kW) * kWarpSize) {
+        u64 ws[kW];
 #pragma unroll
-      for (int u = 0; u < kW; ++u) acc += ws[u];
+        for (int u = 0; u < kW; ++u) {
+          const int64_t j = j0 + int64_t(u) * kWarpSize;
+          ws[u] = j < s1 ? w(row[j], j) : 0ull;
+        }
+#pragma unroll
+        for (int u = 0; u < kW; ++u) acc += ws[u];
+      }
     }
     acc = warp_sum_u64(acc);
     __syncthreads();  // earlier readers of warp_u64 are done
     if (lane == 0) sm.warp_u64[warp] = acc;
     __syncthreads();
     if (round == 0) {
-      u64 total = 0;
+      u64 total = before;
       for (int x = 0; x < kNW; ++x) total += sm.warp_u64[x];
       target = target_of(total);
       if (target >= total) {  // the same in every thread
@@ -214,7 +261,7 @@ __device__ int64_t ordered_find(int64_t V, W w, Target target_of, Shared& sm) {
     u64 run = before;
     for (int64_t base = lo; base < hi; base += kWarpSize) {
       const int64_t j = base + lane;
-      u64 v = j < hi ? w(j) : 0ull;
+      u64 v = j < hi ? w(row[j], j) : 0ull;
 #pragma unroll
       for (int off = 1; off < kWarpSize; off <<= 1) {
         const u64 y = gpu_shfl(v, lane >= off ? lane - off : 0);
@@ -295,9 +342,8 @@ __device__ Cut select_cut(const RowCtx& rc, In in, u64 T, Shared& sm) {
       const uint32_t key_eq = prefix;
       const int bin_eq = b0;
       const int64_t id = ordered_find(
-          rc.V,
-          [&](int64_t j) -> u64 {
-            const float l = rc.row[j];
+          rc.row, 0, rc.V, 0, rc.vec,
+          [&](float l, int64_t j) -> u64 {
             return (in(l, j) && rc.vbin(l) == bin_eq && sampling::order_key(l) == key_eq) ? 1ull : 0ull;
           },
           [need](u64) -> u64 { return need - 1; }, sm);
@@ -307,11 +353,24 @@ __device__ Cut select_cut(const RowCtx& rc, In in, u64 T, Shared& sm) {
   return Cut{};
 }
 
-// ---- Greedy rows at small batches, split. One block per row reads a row at a single SM's rate
-// (~30 GB/s: 21 us for 151936 logits at batch 1, on every decode step's path); instead up to
-// kMaxSplit blocks per row each find the maximum of one slice (greedy_part_kernel) and
-// sample_kernel reduces the slices' results. Rows that are not greedy, or carry adjustments
-// (which sample_kernel applies in place first), take the one-block path as before.
+// The draw's target for uniform u: the mass u * total walked from id 0 must be exceeded.
+__device__ __forceinline__ u64 draw_target(double u, u64 total) {
+  if (total == 0) return 0;
+  const u64 t = u64(u * double(total));
+  return t < total ? t : total - 1;
+}
+
+// ---- Rows split over blocks. One block per row reads a row at a single SM's rate (~30 GB/s: 21
+// us for 151936 logits at batch 1, on every decode step's path), and with more rows than SMs some
+// SMs hold two rows while others idle. Instead up to kMaxSplit blocks per row each read one slice:
+//  - greedy rows: part_max_kernel finds each slice's maximum, sample_kernel reduces them;
+//  - plain sampling rows (temperature, no top-k / top-p / min-p, no adjustments): part_max_kernel
+//    also keeps each slice's fmax, part_mass_kernel sums each slice's fixed-point masses against
+//    the row's max, and sample_kernel picks the slice where the running mass crosses the target
+//    and narrows within it. The masses are the one-block path's integers and the answer is the
+//    same id (the first at which the running sum exceeds the target does not depend on slicing).
+// Other rows (filters, adjustments, which sample_kernel applies in place first) take the one-block
+// path as before.
 constexpr int kSplitThreads = 256;
 constexpr int kMaxSplit = 32;       // the partials of a row fit one warp
 constexpr int64_t kSplitIds = 4096;  // at least this many ids per slice
@@ -319,11 +378,27 @@ constexpr int64_t kSplitIds = 4096;  // at least this many ids per slice
 struct ArgmaxPart {
   float v;
   long long i;  // V: the slice held nothing
+  float mx;     // fmax over the slice (NaN ignored), as the one-block pass computes the row's
 };
 
+// Slice s of S: multiples of 128 ids, so ordered_find's 16-byte loads stay aligned.
+__device__ __forceinline__ void slice_of(int64_t V, int S, int s, int64_t& b, int64_t& e) {
+  const int64_t chunk = ((V + S - 1) / S + 127) / 128 * 128;
+  b = min(V, int64_t(s) * chunk);
+  e = min(V, b + chunk);
+}
+
+__device__ __forceinline__ bool adjusted_row(const int32_t* adj_off, int64_t r) {
+  return adj_off != nullptr && adj_off[r + 1] > adj_off[r];
+}
 __device__ __forceinline__ bool split_greedy(const int32_t* pw, const int32_t* adj_off, int64_t r) {
-  const bool adjusted = adj_off != nullptr && adj_off[r + 1] > adj_off[r];
-  return !(pw[11] & kSampleSkipRow) && __int_as_float(pw[0]) < sampling::kSamplingEps && !adjusted;
+  return !(pw[11] & kSampleSkipRow) && __int_as_float(pw[0]) < sampling::kSamplingEps && !adjusted_row(adj_off, r);
+}
+// Written as the negations of the one-block path's tests, so NaN parameters go the same way.
+__device__ __forceinline__ bool split_plain(const int32_t* pw, const int32_t* adj_off, int64_t r) {
+  const float temperature = __int_as_float(pw[0]), top_p = __int_as_float(pw[1]), min_p = __int_as_float(pw[2]);
+  return !(pw[11] & kSampleSkipRow) && !(temperature < sampling::kSamplingEps) && !(pw[3] > 0) && !(top_p < 1.f) &&
+         !(min_p > 0.f) && !adjusted_row(adj_off, r);
 }
 
 // (v, i) replaces (best, bi) when larger, or equal with a lower id: the first index of the maximum.
@@ -343,17 +418,19 @@ __device__ __forceinline__ void argmax_warp(float& best, long long& bi) {
 }
 
 __global__ void __launch_bounds__(kSplitThreads)
-greedy_part_kernel(ArgmaxPart* part, const float* logits, int64_t ld, int64_t V, const int32_t* params, int64_t p_ld,
-                   const int32_t* adj_off, int S) {
+part_max_kernel(ArgmaxPart* part, const float* logits, int64_t ld, int64_t V, const int32_t* params, int64_t p_ld,
+                const int32_t* adj_off, int S) {
   gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
   gpu_allow_successor();
   const int64_t r = blockIdx.y;
-  if (!split_greedy(params + r * p_ld, adj_off, r)) return;
-  __shared__ float wv[kSplitThreads / kWarpSize];
+  const int32_t* pw = params + r * p_ld;
+  if (!split_greedy(pw, adj_off, r) && !split_plain(pw, adj_off, r)) return;
+  __shared__ float wv[kSplitThreads / kWarpSize], wm[kSplitThreads / kWarpSize];
   __shared__ long long wi[kSplitThreads / kWarpSize];
   const float* row = logits + r * ld;
-  const int64_t chunk = (V + S - 1) / S, b = min(V, int64_t(blockIdx.x) * chunk), e = min(V, b + chunk);
-  float best = -INFINITY;
+  int64_t b, e;
+  slice_of(V, S, int(blockIdx.x), b, e);
+  float best = -INFINITY, mx = -INFINITY;
   long long bi = V;
   for (int64_t j0 = b + threadIdx.x; j0 < e; j0 += int64_t(kLoads) * kSplitThreads) {
     float vals[kLoads];
@@ -366,25 +443,82 @@ greedy_part_kernel(ArgmaxPart* part, const float* logits, int64_t ld, int64_t V,
         best = vals[u];
         bi = j;
       }
+      mx = fmaxf(mx, vals[u]);
     }
   }
   argmax_warp(best, bi);
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) mx = fmaxf(mx, gpu_shfl_xor(mx, m));
   const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
   if (lane == 0) {
     wv[warp] = best;
     wi[warp] = bi;
+    wm[warp] = mx;
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    for (int w = 1; w < kSplitThreads / kWarpSize; ++w) argmax_merge(best, bi, wv[w], wi[w]);
-    part[r * S + blockIdx.x] = ArgmaxPart{best, bi};
+    for (int w = 1; w < kSplitThreads / kWarpSize; ++w) {
+      argmax_merge(best, bi, wv[w], wi[w]);
+      mx = fmaxf(mx, wm[w]);
+    }
+    part[r * S + blockIdx.x] = ArgmaxPart{best, bi, mx};
+  }
+}
+
+// The row's max from its slices' parts (every thread of the calling warp gets it).
+__device__ __forceinline__ float row_max(const ArgmaxPart* part, int64_t r, int S) {
+  const int lane = threadIdx.x % kWarpSize;
+  float mx = lane < S ? part[r * S + lane].mx : -INFINITY;
+#pragma unroll
+  for (int m = kWarpSize / 2; m > 0; m >>= 1) mx = fmaxf(mx, gpu_shfl_xor(mx, m));
+  return mx;
+}
+
+// Plain sampling rows: each slice's mass sum (RowCtx::mass of its finite logits, against the row's
+// max), into mass[r * S + s]; 0 when the max is not finite (sample_kernel then takes the argmax).
+__global__ void __launch_bounds__(kSplitThreads)
+part_mass_kernel(u64* mass, const ArgmaxPart* part, const float* logits, int64_t ld, int64_t V, const int32_t* params,
+                 int64_t p_ld, const int32_t* adj_off, int S, double fx_scale) {
+  gpu_wait_for_predecessor();  // part_max_kernel's results
+  gpu_allow_successor();
+  const int64_t r = blockIdx.y;
+  const int32_t* pw = params + r * p_ld;
+  if (!split_plain(pw, adj_off, r)) return;
+  __shared__ u64 ws[kSplitThreads / kWarpSize];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  RowCtx rc;
+  rc.row = logits + r * ld;
+  rc.V = V;
+  rc.mx = row_max(part, r, S);
+  rc.inv_t = 1.0f / __int_as_float(pw[0]);
+  rc.fx_scale = fx_scale;
+  u64 acc = 0;
+  if (finite_f(rc.mx)) {
+    int64_t b, e;
+    slice_of(V, S, int(blockIdx.x), b, e);
+    for (int64_t j0 = b + threadIdx.x; j0 < e; j0 += int64_t(kLoads) * kSplitThreads) {
+      float vals[kLoads];
+      load_ahead(vals, rc.row, j0, e, kSplitThreads);
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t j = j0 + int64_t(u) * kSplitThreads;
+        if (j < e && finite_f(vals[u])) acc += rc.mass(vals[u]);
+      }
+    }
+  }
+  acc = warp_sum_u64(acc);
+  if (lane == 0) ws[warp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kSplitThreads / kWarpSize; ++w) acc += ws[w];
+    mass[r * S + blockIdx.x] = acc;
   }
 }
 
 __global__ void __launch_bounds__(kThreads)
 sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V, const int32_t* params, int64_t p_ld,
               const int32_t* adj_off, const int32_t* adj, int64_t adj_ld, double fx_scale, const ArgmaxPart* part,
-              int S) {
+              const u64* mass, int S, bool vec_loads) {
   gpu_wait_for_predecessor();  // launched programmatically (programmatic_launch.cuh)
   gpu_allow_successor();
   __shared__ Shared sm;
@@ -400,7 +534,7 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
     if (tid == 0) out[r * out_ld] = -1;
     return;
   }
-  if (S > 1 && split_greedy(pw, adj_off, r)) {  // greedy_part_kernel found each slice's maximum
+  if (S > 1 && split_greedy(pw, adj_off, r)) {  // part_max_kernel found each slice's maximum
     if (warp == 0) {
       float best = -INFINITY;
       long long bi = V;
@@ -414,6 +548,66 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
     return;
   }
   float* row = logits + r * ld;
+  if (S > 1 && split_plain(pw, adj_off, r)) {  // the part kernels read the slices
+    if (warp == 0) {
+      float best = -INFINITY, mx = -INFINITY;
+      long long bi = V;
+      u64 m = 0;
+      if (lane < S) {
+        best = part[r * S + lane].v;
+        bi = part[r * S + lane].i;
+        mx = part[r * S + lane].mx;
+        m = mass[r * S + lane];
+      }
+      argmax_warp(best, bi);
+#pragma unroll
+      for (int o = kWarpSize / 2; o > 0; o >>= 1) mx = fmaxf(mx, gpu_shfl_xor(mx, o));
+      const u64 total = warp_sum_u64(m);
+      const u64 target = draw_target(sampling::uniform_at(seed, counter), total);
+      // The slice where the running mass first exceeds the target: an inclusive scan over lanes.
+      u64 incl = m;
+#pragma unroll
+      for (int o = 1; o < kWarpSize; o <<= 1) {
+        const u64 y = gpu_shfl(incl, lane >= o ? lane - o : 0);
+        if (lane >= o) incl += y;
+      }
+      int sel = -1;
+      u64 before = 0;
+      if (finite_f(mx) && target < total) {
+        sel = warp_min_int(lane < S && incl > target ? lane : kWarpSize);
+        before = gpu_shfl(incl - m, sel);
+      }
+      if (lane == 0) {
+        sm.res = bi >= V ? 0 : bi;
+        sm.sel = sel;
+        sm.sel_above = before;
+        sm.warp_u64[0] = target;
+        sm.warp_max[0] = mx;
+      }
+    }
+    __syncthreads();
+    const long long amax = sm.res;
+    const int sel = sm.sel;
+    const u64 before = sm.sel_above, target = sm.warp_u64[0];
+    RowCtx rc;
+    rc.row = row;
+    rc.V = V;
+    rc.mx = sm.warp_max[0];
+    rc.inv_t = 1.0f / temperature;
+    rc.fx_scale = fx_scale;
+    __syncthreads();  // ordered_find reuses sm
+    if (sel < 0) {
+      if (tid == 0) out[r * out_ld] = int32_t(amax);
+      return;
+    }
+    int64_t b, e;
+    slice_of(V, S, sel, b, e);
+    const int64_t pick = ordered_find(
+        row, b, e, before, vec_loads && aligned_row(row),
+        [&](float l, int64_t) -> u64 { return finite_f(l) ? rc.mass(l) : 0ull; }, [target](u64) { return target; }, sm);
+    if (tid == 0) out[r * out_ld] = int32_t(pick >= 0 ? pick : amax);
+    return;
+  }
 
   // 1. Adjustments, one kind at a time (ids are distinct within a kind, so no two threads
   // update one element in a phase; mask entries may repeat but only store -inf).
@@ -440,20 +634,43 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   // 2. argmax (first index of the maximum), max, finite min.
   float best = -INFINITY, mx = -INFINITY, mn = INFINITY;
   long long bi = V;  // "none yet": any real index wins
-  for (int64_t j0 = tid; j0 < V; j0 += int64_t(kLoads) * kThreads) {
-    float vals[kLoads];
-    load_ahead(vals, row, j0, V, kThreads);
+  const bool vec = vec_loads && aligned_row(row);
+  if (vec) {  // ids in increasing order per thread, as in the scalar loop
+    for (int64_t c0 = tid; 4 * c0 < V; c0 += int64_t(kVecLoads) * kThreads) {
+      float4 q[kVecLoads];
+      load_ahead4(q, row, c0, V, kThreads);
 #pragma unroll
-    for (int u = 0; u < kLoads; ++u) {
-      const int64_t j = j0 + int64_t(u) * kThreads;
-      if (j >= V) break;
-      const float v = vals[u];
-      if (v > best || bi == V) {
-        best = v;
-        bi = j;
+      for (int u = 0; u < kVecLoads; ++u) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int64_t j = (c0 + int64_t(u) * kThreads) * 4 + e;
+          if (j >= V) continue;
+          const float v = lane_of(q[u], e);
+          if (v > best || bi == V) {
+            best = v;
+            bi = j;
+          }
+          mx = fmaxf(mx, v);
+          if (finite_f(v)) mn = fminf(mn, v);
+        }
       }
-      mx = fmaxf(mx, v);
-      if (finite_f(v)) mn = fminf(mn, v);
+    }
+  } else {
+    for (int64_t j0 = tid; j0 < V; j0 += int64_t(kLoads) * kThreads) {
+      float vals[kLoads];
+      load_ahead(vals, row, j0, V, kThreads);
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        const int64_t j = j0 + int64_t(u) * kThreads;
+        if (j >= V) break;
+        const float v = vals[u];
+        if (v > best || bi == V) {
+          best = v;
+          bi = j;
+        }
+        mx = fmaxf(mx, v);
+        if (finite_f(v)) mn = fminf(mn, v);
+      }
     }
   }
 #pragma unroll
@@ -488,6 +705,7 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   RowCtx rc;
   rc.row = row;
   rc.V = V;
+  rc.vec = vec;
   rc.mx = mx;
   rc.inv_t = 1.0f / temperature;
   rc.min_p = min_p;
@@ -520,16 +738,11 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   // 4. The draw, in id order.
   const double u = sampling::uniform_at(seed, counter);
   const int64_t pick = ordered_find(
-      V,
-      [&](int64_t j) -> u64 {
-        const float l = row[j];
+      row, 0, V, 0, rc.vec,
+      [&](float l, int64_t j) -> u64 {
         return (in1(l, j) && kept(cp, rc.vbin(l), sampling::order_key(l), j)) ? rc.mass(l) : 0ull;
       },
-      [u](u64 total) -> u64 {
-        if (total == 0) return 0;
-        const u64 t = u64(u * double(total));
-        return t < total ? t : total - 1;
-      },
+      [u](u64 total) { return draw_target(u, total); },
       sm);
   if (tid == 0) out[r * out_ld] = int32_t(pick >= 0 ? pick : amax);
 }
@@ -542,25 +755,35 @@ void sample(const SampleArgs& a, Stream& s) {
   const double fx_scale = std::ldexp(1.0, 62 - bits);  // V * 2^s <= 2^62
   const int32_t* off = a.adj_offsets.defined() && a.adj.defined() ? a.adj_offsets.ptr<int32_t>() : nullptr;
   const int32_t* adj = off ? a.adj.ptr<int32_t>() : nullptr;
-  // Greedy rows split while the batch leaves SMs idle (see greedy_part_kernel);
-  // PORTLLM_SAMPLE_SPLIT=0 keeps one block per row (A/B runs).
+  // Greedy and plain sampling rows are split over slices (see part_max_kernel) so that every SM
+  // has a few 256-thread blocks; PORTLLM_SAMPLE_SPLIT=0 keeps one block per row (A/B runs).
   static const bool split = env_switch("PORTLLM_SAMPLE_SPLIT", {"0", "1"}, 1) == 1;
+  // PORTLLM_SAMPLE_VEC=0 keeps the single-float loads of the full passes (A/B runs).
+  static const bool vec_loads = env_switch("PORTLLM_SAMPLE_VEC", {"0", "1"}, 1) == 1;
   const int64_t sms = std::max(1, caps_of(s).num_compute_units);
-  const int S = split ? int(std::min<int64_t>({kMaxSplit, (V + kSplitIds - 1) / kSplitIds, std::max<int64_t>(1, 2 * sms / B)}))
+  const int S = split ? int(std::min<int64_t>({kMaxSplit, (V + kSplitIds - 1) / kSplitIds, std::max<int64_t>(1, 8 * sms / B)}))
                       : 1;
   std::shared_ptr<void> part_mem;
   ArgmaxPart* part = nullptr;
+  u64* mass = nullptr;
   if (S > 1) {
-    part_mem = scratch(s, sizeof(ArgmaxPart) * size_t(B) * size_t(S));  // stream-ordered reuse after the kernels
+    const size_t n = size_t(B) * size_t(S);
+    part_mem = scratch(s, (sizeof(ArgmaxPart) + sizeof(u64)) * n);  // stream-ordered reuse after the kernels
     part = static_cast<ArgmaxPart*>(part_mem.get());
-    launch_programmatic(s, greedy_part_kernel, dim3(unsigned(S), unsigned(B)), dim3(kSplitThreads), 0, part,
+    mass = reinterpret_cast<u64*>(part + n);
+    launch_programmatic(s, part_max_kernel, dim3(unsigned(S), unsigned(B)), dim3(kSplitThreads), 0, part,
                         a.logits.ptr<float>(), a.logits.strides[0], V, a.params.ptr<int32_t>(), a.params.strides[0],
                         off, S);
-    check_launch("sample (greedy slices)");
+    check_launch("sample (slice maxima)");
+    launch_programmatic(s, part_mass_kernel, dim3(unsigned(S), unsigned(B)), dim3(kSplitThreads), 0, mass,
+                        static_cast<const ArgmaxPart*>(part), a.logits.ptr<float>(), a.logits.strides[0], V,
+                        a.params.ptr<int32_t>(), a.params.strides[0], off, S, fx_scale);
+    check_launch("sample (slice masses)");
   }
   launch_programmatic(s, sample_kernel, dim3(unsigned(B)), dim3(kThreads), 0, a.out.ptr<int32_t>(), a.out.strides[0],
                       a.logits.ptr<float>(), a.logits.strides[0], V, a.params.ptr<int32_t>(), a.params.strides[0], off,
-                      adj, adj ? a.adj.strides[0] : 0, fx_scale, static_cast<const ArgmaxPart*>(part), S);
+                      adj, adj ? a.adj.strides[0] : 0, fx_scale, static_cast<const ArgmaxPart*>(part),
+                      static_cast<const u64*>(mass), S, vec_loads);
   check_launch("sample");
 }
 

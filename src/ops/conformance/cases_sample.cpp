@@ -253,6 +253,17 @@ std::vector<OpCase> sample_cases(DType act) {
       for (int64_t i = 1; i < V; i += 2) L[2][size_t(i)] = ninf;
       v.push_back(make_case("neg_inf", L, {spec(1.f, 0, 0.9f, 0.f, 5, 5), spec(1.f, 3), spec(0.7f, 100, 1.f, 0.1f, 6, 1)}));
     }
+    // The same without filters (GPU kernels split such rows over slices): -inf entries, one
+    // finite value at the end of the row, no finite value at all (the argmax, id 0).
+    {
+      auto L = rows(3, -spread, spread);
+      const float ninf = -std::numeric_limits<float>::infinity();
+      for (int64_t i = 0; i < V; i += 3) L[0][size_t(i)] = ninf;
+      std::fill(L[1].begin(), L[1].end(), ninf);
+      L[1][size_t(V - 1)] = 0.25f;
+      std::fill(L[2].begin(), L[2].end(), ninf);
+      v.push_back(make_case("neg_inf plain", L, {spec(1.f, 0, 1.f, 0.f, 7, 2), spec(0.8f, 0, 1.f, 0.f, 8, 3), spec(1.f)}));
+    }
   }
   return v;
 }
