@@ -465,6 +465,19 @@ part_max_kernel(ArgmaxPart* part, const float* logits, int64_t ld, int64_t V, co
   }
 }
 
+// The row's argmax from its slices' parts: the first index of the maximum, 0 when the row held
+// nothing (every thread of the calling warp gets it).
+__device__ __forceinline__ long long row_argmax(const ArgmaxPart* part, int64_t r, int S, int64_t V) {
+  const int lane = threadIdx.x % kWarpSize;
+  float best = -INFINITY;
+  long long bi = V;
+  if (lane < S) {
+    best = part[r * S + lane].v;
+    bi = part[r * S + lane].i;
+  }
+  argmax_warp(best, bi);
+  return bi >= V ? 0 : bi;
+}
 // The row's max from its slices' parts (every thread of the calling warp gets it).
 __device__ __forceinline__ float row_max(const ArgmaxPart* part, int64_t r, int S) {
   const int lane = threadIdx.x % kWarpSize;
@@ -536,32 +549,17 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
   }
   if (S > 1 && split_greedy(pw, adj_off, r)) {  // part_max_kernel found each slice's maximum
     if (warp == 0) {
-      float best = -INFINITY;
-      long long bi = V;
-      if (lane < S) {
-        best = part[r * S + lane].v;
-        bi = part[r * S + lane].i;
-      }
-      argmax_warp(best, bi);
-      if (lane == 0) out[r * out_ld] = int32_t(bi >= V ? 0 : bi);
+      const long long amax = row_argmax(part, r, S, V);
+      if (lane == 0) out[r * out_ld] = int32_t(amax);
     }
     return;
   }
   float* row = logits + r * ld;
   if (S > 1 && split_plain(pw, adj_off, r)) {  // the part kernels read the slices
     if (warp == 0) {
-      float best = -INFINITY, mx = -INFINITY;
-      long long bi = V;
-      u64 m = 0;
-      if (lane < S) {
-        best = part[r * S + lane].v;
-        bi = part[r * S + lane].i;
-        mx = part[r * S + lane].mx;
-        m = mass[r * S + lane];
-      }
-      argmax_warp(best, bi);
-#pragma unroll
-      for (int o = kWarpSize / 2; o > 0; o >>= 1) mx = fmaxf(mx, gpu_shfl_xor(mx, o));
+      const long long amax = row_argmax(part, r, S, V);
+      const float mx = row_max(part, r, S);
+      const u64 m = lane < S ? mass[r * S + lane] : 0ull;
       const u64 total = warp_sum_u64(m);
       const u64 target = draw_target(sampling::uniform_at(seed, counter), total);
       // The slice where the running mass first exceeds the target: an inclusive scan over lanes.
@@ -578,7 +576,7 @@ sample_kernel(int32_t* out, int64_t out_ld, float* logits, int64_t ld, int64_t V
         before = gpu_shfl(incl - m, sel);
       }
       if (lane == 0) {
-        sm.res = bi >= V ? 0 : bi;
+        sm.res = amax;
         sm.sel = sel;
         sm.sel_above = before;
         sm.warp_u64[0] = target;
