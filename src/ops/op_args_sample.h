@@ -24,6 +24,7 @@
 // in 2^-s fixed point so its result does not depend on its reduction order.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
 #include "core/tensor.h"
 #include "ops/op.h"
@@ -63,6 +64,12 @@ struct SampleArgs {
   Tensor adj_offsets;  // [B + 1] i32, or undefined: no adjustments
   Tensor adj;          // [N, kSampleAdjWords] i32 (payload: f32 bits for kind 0, a count for 3)
   OpDesc desc() const;
+  // Row r of params (host memory) as the struct its words are.
+  SampleRowParams row_params(int64_t r) const {
+    SampleRowParams p;
+    std::memcpy(static_cast<void*>(&p), static_cast<const int32_t*>(params.data) + r * params.strides[0], sizeof p);
+    return p;
+  }
 };
 
 }  // namespace portllm

@@ -1,7 +1,6 @@
 // SAMPLE on the CPU: rows in parallel, each through the shared host row function
 // (ops/sample_row.h, the same code as the engine's host sampler). Works in place on the logits:
 // on the CPU the engine's logits are already host memory, so sampling costs no copy.
-#include <cstring>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "core/thread_pool.h"
@@ -18,8 +17,7 @@ void sample(const SampleArgs& a, Stream&) {
   const int64_t B = a.logits.size(0), V = a.logits.size(1);
   ThreadPool::global().parallel_for(B, [&](int64_t r0, int64_t r1, int) {
     for (int64_t r = r0; r < r1; ++r) {
-      SampleRowParams p;
-      std::memcpy(&p, static_cast<const int32_t*>(a.params.data) + r * a.params.strides[0], sizeof p);
+      const SampleRowParams p = a.row_params(r);
       int32_t& out = static_cast<int32_t*>(a.out.data)[r * a.out.strides[0]];
       if (p.flags & kSampleSkipRow) {
         out = -1;

@@ -2,7 +2,6 @@
 // row in rank order, double sums), independent of the CPU kernel's partial selection.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -66,8 +65,7 @@ int32_t sample_one(std::vector<float>& l, const SampleRowParams& p) {
 void sample(const SampleArgs& a, Stream&) {
   const int64_t B = a.logits.size(0), V = a.logits.size(1);
   for (int64_t r = 0; r < B; ++r) {
-    SampleRowParams p;
-    std::memcpy(&p, static_cast<const int32_t*>(a.params.data) + r * a.params.strides[0], sizeof p);
+    const SampleRowParams p = a.row_params(r);
     int32_t* out = static_cast<int32_t*>(a.out.data) + r * a.out.strides[0];
     if (p.flags & kSampleSkipRow) {
       *out = -1;
