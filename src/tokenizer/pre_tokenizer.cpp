@@ -137,7 +137,7 @@ class ByteLevel : public PreTokenizer {
   void pre_tokenize(std::vector<Piece>& pieces) const override {
     if (add_prefix_space_)
       for (auto& p : pieces)
-        if (p.text.empty() || p.text[0] != ' ') p.text.insert(0, " ");
+        if (p.text.empty() || p.text[0] != ' ') p.text.insert(p.text.begin(), ' ');  // (insert(0, " ") trips GCC 12's -Wrestrict)
     if (re_) {
       std::vector<Piece> out;
       out.reserve(pieces.size() * 2);

@@ -158,7 +158,9 @@ TEST(EngineSampling, LogprobsEqualReferenceLogSoftmax) {
       ASSERT_EQ(lp.top.size(), 5u);
       for (size_t j = 0; j < lp.top.size(); ++j) {
         EXPECT_NEAR(lp.top[j].second, ref_logprob(ref, row, lp.top[j].first), 2e-3);
-        if (j) EXPECT_GE(lp.top[j - 1].second, lp.top[j].second);
+        if (j) {
+          EXPECT_GE(lp.top[j - 1].second, lp.top[j].second);
+        }
       }
     }
   }
