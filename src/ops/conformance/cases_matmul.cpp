@@ -65,10 +65,10 @@ std::vector<OpCase> matmul_cases(DType act) {
   for (DType wt : {DType::F32, DType::BF16, DType::F16}) {
     if (act != DType::F32 && wt != act) continue;  // GPU GEMMs take matching operand dtypes
     for (const Shape& s : kShapes) v.push_back(matmul_case(act, wt, s, 0));
-    if (wt == act && wt != DType::F32)
+    if (wt == act && wt != DType::F32) {
       for (const Shape& s : kDecodeShapes) v.push_back(matmul_case(act, wt, s, 0));
-    if (wt == act && wt != DType::F32)
       for (const Shape& s : kDecodeGemmShapes) v.push_back(matmul_case(act, wt, s, 0));
+    }
   }
   return v;
 }
