@@ -95,11 +95,11 @@ __device__ __forceinline__ void widen_fp8_tile(gpu_half* dst, const uint8_t* src
 // Eight bf16 values as f16, saturating at +-65504 (rounded to nearest): query rows entering the
 // fp8-cache attention kernels, whose MMAs run in f16 (the fp8 widening is one instruction per
 // pair to f16, ~5 to bf16; f16 holds a query's values more finely than bf16 does).
-__device__ __forceinline__ uint4 bf16x8_to_f16x8_satfinite(uint4 v) {
+__device__ __forceinline__ uint4 bf16x8_to_f16x8_satfinite(uint4 v, float scale = 1.f) {
   float f[8];
   unpack8<gpu_bf16>(v, f);
 #pragma unroll
-  for (int i = 0; i < 8; ++i) f[i] = fminf(fmaxf(f[i], -65504.f), 65504.f);
+  for (int i = 0; i < 8; ++i) f[i] = fminf(fmaxf(f[i] * scale, -65504.f), 65504.f);
   return make_uint4(Mma<gpu_half>::pack(f[0], f[1]), Mma<gpu_half>::pack(f[2], f[3]), Mma<gpu_half>::pack(f[4], f[5]),
                     Mma<gpu_half>::pack(f[6], f[7]));
 }

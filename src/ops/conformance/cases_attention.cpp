@@ -92,6 +92,9 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
   const bool uniform = std::equal(s.q_lens.begin() + 1, s.q_lens.end(), s.q_lens.begin()) &&
                        std::equal(s.ctx_lens.begin() + 1, s.ctx_lens.end(), s.ctx_lens.begin());
   if (uniform && B > 4) lens = fmt::format("{}x{}/{}", B, s.q_lens[0], s.ctx_lens[0]);  // B sequences alike
+  else if (B > 16)  // a large ragged batch: its range
+    lens = fmt::format("{}x{}/{}..{}", B, s.q_lens[0], *std::min_element(s.ctx_lens.begin(), s.ctx_lens.end()),
+                       *std::max_element(s.ctx_lens.begin(), s.ctx_lens.end()));
   else
     for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
   c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}{}", lens, s.Hq, s.Hkv, s.D, s.page,

@@ -22,8 +22,9 @@ double bytes_of(const Tensor& t) { return t.defined() ? double(t.numel()) * doub
 // heads) at batch 1 from a short to a long context and at batches 64 / 256; Qwen3-30B-A3B heads
 // (4 KV heads) at batch 1 with the short context of the MoE decode benchmark; batch 256 again with
 // pages of 64 keys (the CUDA default is 16), and with head-major pages (PORTLLM_KV_LAYOUT=hnd,
-// "hnd"). The bounds are what a decode graph passes as max_seq_len (the model's maximum), so the
-// split count is the graph's.
+// "hnd"), and ragged batches of 256 / 96 / 32 / 20 sequences with contexts spread over 100..2048
+// keys as in the throughput workload (ctx 0 below: 100 + (997 b mod 1949)). The bounds are what a
+// decode graph passes as max_seq_len (the model's maximum), so the split count is the graph's.
 // Each with a cache of the activation dtype and an fp8 one (--kv-dtype fp8).
 std::vector<OpCase> attn_decode_perf(DType act) {
   if (act == DType::F32) return {};  // the engine keeps 16-bit caches on GPUs
@@ -32,11 +33,15 @@ std::vector<OpCase> attn_decode_perf(DType act) {
   for (DType cache : {act, DType::F8E4M3})
     for (S s : {S{1, 512, 8192, 8}, S{1, 4096, 8192, 8}, S{1, 32768, 40960, 8}, S{64, 1024, 2048, 8},
                 S{256, 1024, 2048, 8}, S{1, 192, 1024, 4}, S{256, 1024, 2048, 8, 64}, S{256, 1024, 2048, 8, 16, true},
-                S{1, 32768, 40960, 8, 16, true}}) {
+                S{1, 32768, 40960, 8, 16, true}, S{256, 0, 2048, 8}, S{96, 0, 2048, 8}, S{32, 0, 2048, 8},
+                S{20, 0, 2048, 8}}) {
       AttnShape sh{std::vector<int>(size_t(s.B), 1), std::vector<int>(size_t(s.B), s.ctx), 32, s.hkv, 128, s.page, s.bound,
                    s.hnd};
+      if (s.ctx == 0)  // ragged
+        for (int b = 0; b < s.B; ++b) sh.ctx_lens[size_t(b)] = 100 + (b * 997) % 1949;
+      double keys = 0;
+      for (int n : sh.ctx_lens) keys += n;
       OpCase c = attention_case(act, cache, sh, true);
-      const double keys = double(s.B) * s.ctx;
       c.bytes = keys * s.hkv * (128 + 128) * dtype_size(cache) + 2.0 * s.B * 32 * 128 * dtype_size(act);
       c.flops = 2.0 * keys * 32 * (128 + 128);
       c.name += fmt::format(" max_seq_len={}", s.bound);
