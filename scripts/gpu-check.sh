@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU check for the CUDA backend, run on a machine with a GPU:
 #   scripts/gpu-check.sh [BIN_DIR] [STAGE...]
-# BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe`, `gemm_probe` and `libs.tar.xz`,
+# BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe`, `gemm_probe`,
+# `issue_rate_probe` (scripts/issue_rate_probe.cu: per-SM rates of the attention loop's instructions) and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
 # STAGEs: smi probe gemm ops perf logits engine graphs async bench throughput moe serve v2profile profile timeline trace musa
@@ -26,7 +27,7 @@ shift || true
 # A carried binary may come xz-compressed (the device tool's copy limit): unpack it next to the libs.
 if [ -n "$BIN" ] && [ -f "$BIN/portllm.xz" ] && [ ! -x "$BIN/portllm" ]; then
   mkdir -p /tmp/pl-bin && xz -dc "$BIN/portllm.xz" >/tmp/pl-bin/portllm && chmod +x /tmp/pl-bin/portllm
-  cp "$BIN"/gpu_probe "$BIN"/gemm_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
+  cp "$BIN"/gpu_probe "$BIN"/gemm_probe "$BIN"/issue_rate_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
   BIN=/tmp/pl-bin
 fi
 STAGES=${*:-smi probe ops logits engine graphs bench}
@@ -63,6 +64,10 @@ if has probe && [ -x "$BIN/gpu_probe" ]; then
   row "bf16 GEMM 8192^3 (cuBLAS)" "${TF} TFLOP/s"
   row "fp8 e4m3 GEMM 8192^3 (cuBLASLt)" "$(awk '/^fp8_gemm_TFLOPs M=8192/{sub(/^[^ ]+ M=[0-9]+ N=[0-9]+ K=[0-9]+ /, ""); print}' "$OUT/probe.log") TFLOP/s"
   row "fp8 block-scaled GEMM 4096x18432x7168" "$(awk '/^fp8_block_gemm_TFLOPs M=4096/{sub(/^[^ ]+ M=[0-9]+ N=[0-9]+ K=[0-9]+ /, ""); print}' "$OUT/probe.log") TFLOP/s"
+fi
+if has probe && [ -x "$BIN/issue_rate_probe" ]; then
+  "$BIN/issue_rate_probe" 2>&1 | tee "$OUT/issue_rate.log"
+  row "results/clock/SM ffma cvt(e4m3x2) ex2 hmma" "$(awk '/^(ffma|cvt_|ex2_|hmma_)/{printf "%s ", $2}' "$OUT/issue_rate.log")"
 fi
 
 if has gemm && [ -x "$BIN/gemm_probe" ]; then
