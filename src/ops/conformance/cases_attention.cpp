@@ -14,10 +14,11 @@ namespace portllm::conformance {
 namespace {
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// A large decode batch (Qwen3-8B's heads; more (sequence, KV head) pairs than a GPU has compute
-// units) with contexts of 20 to ~1500 keys under a graph's bound of 2048: the large-batch paths.
-AttnShape large_decode_batch() {
-  AttnShape s{{}, {}, 32, 8, 128, 16, 2048};
+// A large decode batch (Qwen3-8B's heads, or head dims of 64 / 256; more (sequence, KV head) pairs
+// than a GPU has compute units) with contexts of 20 to ~1500 keys under a graph's bound of 2048:
+// the large-batch paths.
+AttnShape large_decode_batch(int D = 128) {
+  AttnShape s{{}, {}, 32, 8, D, 16, 2048};
   for (int b = 0; b < 40; ++b) {
     s.q_lens.push_back(1);
     s.ctx_lens.push_back(20 + (b * 389) % 1500);
@@ -40,8 +41,8 @@ std::vector<AttnShape> shapes(bool decode) {
             // a decode graph's bound (max_seq_len) far above the contexts: the splits a sequence
             // uses follow its own context (1, several, and 2 of the launch's splits)
             {{1, 1, 1}, {40, 700, 129}, 8, 2, 128, 16, 4096},
-            large_decode_batch(), head_major({{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16}),
-            head_major(large_decode_batch())};
+            large_decode_batch(), large_decode_batch(64), large_decode_batch(256),
+            head_major({{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16}), head_major(large_decode_batch())};
   return {{{5}, {5}, 4, 2, 64, 16},           {{7, 13}, {7, 20}, 8, 2, 128, 16},
           {{1, 5, 3}, {9, 5, 40}, 4, 1, 32, 16}, {{33}, {100}, 8, 8, 64, 64},
           {{17, 2}, {17, 66}, 6, 3, 256, 16},  {{64}, {64}, 16, 2, 128, 64},
