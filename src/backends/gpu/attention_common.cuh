@@ -21,7 +21,7 @@ struct AttnParams {
   int64_t kc_s0, kc_s1, kc_s2, vc_s0, vc_s1, vc_s2;  // [NB, page, H, D] strides (last is 1)
   int64_t bt_s0;
   int page, group, Dk, Dv, Hq, Hkv;
-  int page_shift;  // log2(page) when the page size is a power of two, else -1
+  bool page_pow2;  // the page size is a power of two: offsets in a page by mask
   float scale;
   // decode split-KV
   int splits;
@@ -72,9 +72,7 @@ inline AttnParams params_of(const AttentionArgs& a) {
   p.vc_s2 = a.v_cache.strides[2];
   p.bt_s0 = a.block_tables.strides[0];
   p.page = int(a.k_cache.size(1));
-  p.page_shift = -1;
-  for (int sh = 0; sh < 31; ++sh)
-    if (p.page == 1 << sh) p.page_shift = sh;
+  p.page_pow2 = p.page > 0 && (p.page & (p.page - 1)) == 0;
   p.Hq = int(a.q.size(1));
   p.Hkv = int(a.k_cache.size(2));
   p.group = p.Hq / p.Hkv;

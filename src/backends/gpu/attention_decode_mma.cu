@@ -302,12 +302,12 @@ __device__ __forceinline__ void cluster_merge(const AttnParams& p, const float* 
 // the tile loop's instructions, not its code's first fetch, are what a launch pays for. Fewer
 // instructions per tile at the price of more code: Q carries the score scale (a converted Q, fp8
 // caches), keys are masked on a split's last tile only, exponentials are ex2.approx.ftz (the
-// flushed values are below 2^-126 of a row's maximum), power-of-two pages are split by shift and
-// mask, and whole tiles are copied without row predicates. H200, one binary (BENCHMARKS.md,
-// twenty-fourth session): Qwen3-8B heads at batch 256 x 1k keys 174.7 -> 172.9 us with an fp8
-// cache, ragged contexts of 100..2042 keys 185.0 -> 182.2, the throughput workload 10,651 ->
-// 10,707 out tok/s; at batch 1 the same form took Qwen3-8B from 4.05 to 4.07-4.08 ms (more code
-// fetched once per launch), so small batches keep the compact form.
+// flushed values are below 2^-126 of a row's maximum), offsets in power-of-two pages are masked
+// instead of divided, and whole tiles are copied without row predicates. H200, one binary
+// (BENCHMARKS.md, twenty-fourth session): Qwen3-8B heads at batch 256 x 1k keys 174.7 -> 172.9
+// us with an fp8 cache, ragged contexts of 100..2042 keys 185.0 -> 182.2, the throughput workload
+// 10,651 -> 10,707 out tok/s; at batch 1 the same form took Qwen3-8B from 4.05 to 4.07-4.08 ms
+// (more code fetched once per launch), so small batches keep the compact form.
 template <class T, class TC, int D, bool kCluster, int W, bool kLarge = false>
 __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -388,7 +388,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
     const int kt = start + (warp + j * W) * kKeys;
     if (one_page) {
       const int blk = page_of_tile(j);
-      const int in_page = kLarge && p.page_shift >= 0 ? kt & (p.page - 1) : kt % p.page;
+      const int in_page = kLarge && p.page_pow2 ? kt & (p.page - 1) : kt % p.page;
       // Lane l copies vector l % CVPR of rows l / CVPR, l / CVPR + 32 / CVPR, ...: one pointer per
       // operand, stepped by a fixed stride (a few instructions per copy; issue() is inlined three
       // times, so its size is the kernel's).
