@@ -266,7 +266,10 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
       const TC* ks = kc + int64_t(blk) * p.kc_s0 + int64_t(in_page + r0) * p.kc_s1 + int64_t(kh) * p.kc_s2 + c * EV;
       const TC* vs = vc + int64_t(blk) * p.vc_s0 + int64_t(in_page + r0) * p.vc_s1 + int64_t(kh) * p.vc_s2 + c * EV;
       const int64_t kstep = kRowStep * p.kc_s1, vstep = kRowStep * p.vc_s1;
-      if (kLarge && kt + kKeys <= end) {  // a whole tile: no row predicates
+      // kLarge, a whole tile: the loop below without its row predicates. Written out: folding both
+      // into one lambda with a compile-time flag changed the address arithmetic of every instance
+      // (PTX), the batch-1 one included, whose code size its latency follows.
+      if (kLarge && kt + kKeys <= end) {
 #pragma unroll
         for (int it = 0; it < kKeys / kRowStep; ++it, ks += kstep, vs += vstep) {
           const int r = it * kRowStep + r0;
