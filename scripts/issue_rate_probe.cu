@@ -14,12 +14,13 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                              \
-  do {                                                                     \
-    if ((x) != cudaSuccess) {                                              \
-      std::printf("FAILED %s: %s\n", #x, cudaGetErrorString(cudaGetLastError())); \
-      std::exit(1);                                                        \
-    }                                                                      \
+#define CK(x)                                                        \
+  do {                                                               \
+    const cudaError_t e_ = (x);                                      \
+    if (e_ != cudaSuccess) {                                         \
+      std::printf("FAILED %s: %s\n", #x, cudaGetErrorString(e_));    \
+      std::exit(1);                                                  \
+    }                                                                \
   } while (0)
 
 constexpr int kThreads = 1024, kChains = 8, kIters = 4096;
@@ -81,6 +82,7 @@ template <Op op>
 void run(const char* name, int sms, uint32_t* sink, long long* cycles) {
   probe<op><<<sms, kThreads>>>(1u, sink, cycles);  // warm-up (code, clocks)
   probe<op><<<sms, kThreads>>>(3u, sink, cycles);
+  CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
   long long* c = new long long[sms];
   CK(cudaMemcpy(c, cycles, sizeof(long long) * sms, cudaMemcpyDeviceToHost));
