@@ -59,6 +59,18 @@ int run_test(const Options& o) {
   ro.op = o.op;
   ro.pattern = o.pattern;
   ro.dtypes = parse_dtypes(o.dtypes);
+  // Each failure (and with -v each result) is printed and flushed as it is decided; the tally
+  // follows at the end.
+  ro.on_result = [&](const CaseResult& r) {
+    if (r.status == CaseResult::Status::Fail)
+      std::printf("FAIL %-16s %-24s %s: %s\n", op_name(r.op), r.kernel.c_str(), r.case_name.c_str(), r.message.c_str());
+    else if (o.verbose)
+      std::printf("%-4s %-16s %-24s %s err=%.3g tol=%.3g\n", r.status == CaseResult::Status::Pass ? "ok" : "n/s",
+                  op_name(r.op), r.kernel.c_str(), r.case_name.c_str(), r.error, r.tol);
+    else
+      return;
+    std::fflush(stdout);
+  };
   auto results = conformance::run_conformance(*dev, ro);
   struct Tally { int pass = 0, fail = 0, ns = 0; double worst = 0; };
   std::map<std::string, Tally> by_kernel;
@@ -66,13 +78,8 @@ int run_test(const Options& o) {
   for (auto& r : results) {
     Tally& t = by_kernel[std::string(op_name(r.op)) + " " + r.kernel];
     if (r.status == CaseResult::Status::Pass) { ++pass; ++t.pass; t.worst = std::max(t.worst, r.error); }
-    else if (r.status == CaseResult::Status::Fail) {
-      ++fail; ++t.fail;
-      std::printf("FAIL %-16s %-24s %s: %s\n", op_name(r.op), r.kernel.c_str(), r.case_name.c_str(), r.message.c_str());
-    } else { ++ns; ++t.ns; }
-    if (o.verbose && r.status != CaseResult::Status::Fail)
-      std::printf("%-4s %-16s %-24s %s err=%.3g tol=%.3g\n", r.status == CaseResult::Status::Pass ? "ok" : "n/s",
-                  op_name(r.op), r.kernel.c_str(), r.case_name.c_str(), r.error, r.tol);
+    else if (r.status == CaseResult::Status::Fail) { ++fail; ++t.fail; }
+    else { ++ns; ++t.ns; }
   }
   std::printf("\n%-44s %6s %6s %6s %10s\n", "op kernel", "pass", "fail", "n/s", "worst err");
   for (auto& [k, t] : by_kernel) std::printf("%-44s %6d %6d %6d %10.3g\n", k.c_str(), t.pass, t.fail, t.ns, t.worst);

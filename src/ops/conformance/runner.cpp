@@ -77,6 +77,10 @@ Tensor clone_host(const Tensor& t) {
 
 std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
   std::vector<CaseResult> results;
+  auto record = [&](CaseResult r) {
+    if (opts.on_result) opts.on_result(r);
+    results.push_back(std::move(r));
+  };
   std::regex pattern(opts.pattern.empty() ? ".*" : opts.pattern);
   auto& reg = KernelRegistry::instance();
   for (int oi = 0; oi < int(Op::COUNT); ++oi) {
@@ -93,7 +97,7 @@ std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
       std::erase_if(kernels, [](const KernelInfo* k) { return k->is_reference(); });
     if (!gen || !refk || kernels.empty()) {
       for (auto* k : kernels)
-        results.push_back({op, k->name, "(no cases)", DType::F32, CaseResult::Status::Fail, 0, 0,
+        record({op, k->name, "(no cases)", DType::F32, CaseResult::Status::Fail, 0, 0,
                            !gen ? "op has no conformance cases" : "op has no reference kernel"});
       continue;
     }
@@ -109,7 +113,7 @@ std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
           c.invoke(c.tensors, [&](const OpDesc& d, const void*) { supported = !k->supports || k->supports(d, dev.caps()); });
           if (!supported) {
             res.status = CaseResult::Status::NotSupported;
-            results.push_back(res);
+            record(res);
             continue;
           }
           try {
@@ -142,7 +146,7 @@ std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
             res.status = CaseResult::Status::Fail;
             res.message = e.what();
           }
-          results.push_back(res);
+          record(res);
         }
       }
     }

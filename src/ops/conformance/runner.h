@@ -3,6 +3,7 @@
 // mismatch, a normalized error over the case's tolerance, or a write into the guard bytes
 // around any tensor.
 #pragma once
+#include <functional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -29,6 +30,9 @@ struct RunOptions {
   std::string pattern;        // regex on "<kernel> <case>"
   std::vector<DType> dtypes = {DType::F32, DType::F16, DType::BF16};
   bool include_reference = false;  // also run the reference kernels against themselves
+  // Called with each result as it is decided, so a caller can report progress: a run stopped
+  // part-way (a time limit on a lent GPU, a hung kernel) still shows what it got through.
+  std::function<void(const CaseResult&)> on_result;
 };
 
 std::vector<CaseResult> run_conformance(Device& device, const RunOptions& opts);
