@@ -2,7 +2,8 @@
 # GPU check for the CUDA backend, run on a machine with a GPU:
 #   scripts/gpu-check.sh [BIN_DIR] [STAGE...]
 # BIN_DIR holds a prebuilt `portllm` (or `portllm.xz`; optionally `gpu_probe`, `gemm_probe`,
-# `issue_rate_probe` (scripts/issue_rate_probe.cu: per-SM rates of the attention loop's instructions) and `libs.tar.xz`,
+# `issue_rate_probe` (scripts/issue_rate_probe.cu: per-SM rates of the attention loop's instructions),
+# `cp_async_probe` (scripts/cp_async_probe.cu: KV-tile copy patterns) and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
 # STAGEs: smi probe gemm ops perf logits engine graphs async bench throughput moe serve v2profile profile timeline trace musa
@@ -27,7 +28,7 @@ shift || true
 # A carried binary may come xz-compressed (the device tool's copy limit): unpack it next to the libs.
 if [ -n "$BIN" ] && [ -f "$BIN/portllm.xz" ] && [ ! -x "$BIN/portllm" ]; then
   mkdir -p /tmp/pl-bin && xz -dc "$BIN/portllm.xz" >/tmp/pl-bin/portllm && chmod +x /tmp/pl-bin/portllm
-  cp "$BIN"/gpu_probe "$BIN"/gemm_probe "$BIN"/issue_rate_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
+  cp "$BIN"/gpu_probe "$BIN"/gemm_probe "$BIN"/issue_rate_probe "$BIN"/cp_async_probe "$BIN"/libs.tar.xz /tmp/pl-bin/ 2>/dev/null
   BIN=/tmp/pl-bin
 fi
 STAGES=${*:-smi probe ops logits engine graphs bench}
@@ -68,6 +69,10 @@ fi
 if has probe && [ -x "$BIN/issue_rate_probe" ]; then
   "$BIN/issue_rate_probe" 2>&1 | tee "$OUT/issue_rate.log"
   row "results/clock/SM ffma cvt(e4m3x2) ex2 hmma" "$(awk '/^(ffma|cvt_|ex2_|hmma_)/{printf "%s ", $2}' "$OUT/issue_rate.log")"
+fi
+if has probe && [ -x "$BIN/cp_async_probe" ]; then
+  "$BIN/cp_async_probe" 2>&1 | tee "$OUT/cp_async.log"
+  row "KV-tile cp.async GB/s (nhd id / swz / off16, hnd id)" "$(awk '/^(nhd_id|nhd_swz|nhd_off16|hnd_id) /{printf "%s ", $2}' "$OUT/cp_async.log")"
 fi
 
 if has gemm && [ -x "$BIN/gemm_probe" ]; then
