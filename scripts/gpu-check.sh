@@ -6,7 +6,7 @@
 # `cp_async_probe` (scripts/cp_async_probe.cu: KV-tile copy patterns) and `libs.tar.xz`,
 # the non-CUDA shared libraries the binary needs, for machines without the Debian -dev packages).
 # Without it the script builds with CMake (needs the project's dependencies installed).
-# STAGEs: smi probe gemm ops perf logits engine graphs async bench throughput moe serve v2profile profile timeline trace musa
+# STAGEs: smi probe gemm ops perf logits engine graphs async bench throughput moe serve v2profile profile timeline audit trace musa
 # (default: smi probe ops logits engine graphs bench). OPS_ARGS narrows the ops stage (e.g.
 # "-o ATTN_DECODE"); `perf` times every kernel on model-sized shapes (`ops perf`, bf16; PERF_ARGS
 # narrows it the same way). `gemm` searches the vendor BLAS' configurations for decode-size GEMMs
@@ -15,7 +15,9 @@
 # plus the throughput workload on ASYNC_TPUT models). `serve`: the GSM8K-shaped serving run of issue 9 (`portllm serve` on
 # DeepSeek-V2-Lite, bf16 and block-FP8, driven by `portllm bench serve`). `profile` runs Qwen3-8B with
 # PORTLLM_PROFILE_OPS=1 (per-kernel times); `timeline` the kernels of one decode step with their
-# times (ncu; TL_SPECS="Model:input_len ..."); `trace` what each kernel adds to a decode step inside
+# times (ncu; TL_SPECS="Model:input_len ..."); `audit` ncu's excess L2 sectors and shared wavefronts
+# of every kernel of a 2-layer model's prefill and decode steps (AUDIT_SPECS="Model:batch:input_len:kv ...",
+# scripts/ncu_audit_summary.py); `trace` what each kernel adds to a decode step inside
 # the replayed graph (CUPTI; TRACE_SPECS likewise; TRACE_TPUT="Model" adds the throughput workload's
 # device time by kernel); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
@@ -419,6 +421,25 @@ if has timeline; then
       python3 scripts/decode_step_kernels.py "$OUT/tl-$m.csv" || true
     done
   fi
+fi
+
+if has audit; then
+  # Access efficiency of every distinct kernel (ncu's SourceCounters: L2 sectors and shared
+  # wavefronts beyond the ideal for the access widths, worst first). Eager, 2 layers, so each
+  # launch is one kernel and the profile stays short; clocks left alone.
+  NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
+  for spec in ${AUDIT_SPECS:-Qwen3-30B-A3B:1:128:bf16 Qwen3-8B:256:256:fp8}; do
+    IFS=: read -r m bs inl kv <<<"$spec"
+    rep="$OUT/audit-$m-bs$bs"
+    timeout 400 "$NCU" --clock-control none --section SpeedOfLight --section SourceCounters -f -o "$rep" \
+      "$PL" bench latency --device cuda --disable-cuda-graph --load-format dummy --model tests/data/configs/$m \
+      --num-layers 2 --batch-size $bs --input-len $inl --output-len 3 --num-iters 1 --num-iters-warmup 0 \
+      --max-model-len 2048 --kv-dtype $kv >"$rep.log" 2>&1
+    rc=$?
+    "$NCU" -i "$rep.ncu-rep" --page details >"$rep.txt" 2>&1
+    python3 scripts/ncu_audit_summary.py "$rep.txt" | tee "$rep.summary"
+    row "audit $m bs$bs in$inl $kv (audit-*.summary)" "rc=$rc, $(awk 'NR > 1 && ($4 > 10 || $5 > 10)' "$rep.summary" | wc -l) kernels with >10% excess"
+  done
 fi
 
 if has trace; then
