@@ -30,14 +30,7 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                     \
-  do {                                                            \
-    const cudaError_t e_ = (x);                                   \
-    if (e_ != cudaSuccess) {                                      \
-      std::printf("FAILED %s: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                               \
-    }                                                             \
-  } while (0)
+#include "cuda_check.h"
 
 enum Layout { NHD, HND };
 enum Place { ID, SWZ, EVEN, ODD, PAD, CA, OFF16 };

@@ -14,14 +14,7 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                        \
-  do {                                                               \
-    const cudaError_t e_ = (x);                                      \
-    if (e_ != cudaSuccess) {                                         \
-      std::printf("FAILED %s: %s\n", #x, cudaGetErrorString(e_));    \
-      std::exit(1);                                                  \
-    }                                                                \
-  } while (0)
+#include "cuda_check.h"
 
 constexpr int kThreads = 1024, kChains = 8, kIters = 4096;
 
