@@ -44,3 +44,19 @@ TEST(Conformance, ABrokenKernelFails) {
   ASSERT_FALSE(results.empty());
   for (auto& r : results) EXPECT_EQ(r.status, CaseResult::Status::Fail) << r.case_name;
 }
+
+// on_result sees every result as it is decided, in the order of the returned list (ops test prints
+// failures from it, so a run stopped part-way still shows them).
+TEST(Conformance, ResultsAreReportedAsTheyAreDecided) {
+  register_builtin_backends();
+  Device& dev = *BackendRegistry::instance().device("cpu");
+  conformance::RunOptions o;
+  o.op = "RMS_NORM";
+  o.dtypes = {DType::F32, DType::BF16};
+  std::vector<std::string> seen;
+  o.on_result = [&](const CaseResult& r) { seen.push_back(r.kernel + " " + r.case_name); };
+  auto results = conformance::run_conformance(dev, o);
+  ASSERT_GT(results.size(), 2u);
+  ASSERT_EQ(seen.size(), results.size());
+  for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(seen[i], results[i].kernel + " " + results[i].case_name);
+}

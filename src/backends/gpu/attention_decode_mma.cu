@@ -227,7 +227,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
 
   extern __shared__ __align__(16) unsigned char smem_base[];
-  unsigned char* const smem_raw = smem_base + ((0u - smem_addr(smem_base)) & unsigned(kSmemAlign - 1));  // kSmemAlign
+  unsigned char* const smem_raw = smem_base + ((0u - smem_addr(smem_base)) & unsigned(kSmemAlign - 1));  // see kSmemAlign
   TM* sQ = reinterpret_cast<TM*>(smem_raw);
   unsigned char* s_warp = smem_raw + size_t(kRows) * LD * 2 + size_t(warp) * kWarpBytes<D, TC>;
   // Buffer buf's K tile as copied (its V tile follows it), and for fp8 the widened (K, V) pair.

@@ -98,7 +98,7 @@ std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
     if (!gen || !refk || kernels.empty()) {
       for (auto* k : kernels)
         record({op, k->name, "(no cases)", DType::F32, CaseResult::Status::Fail, 0, 0,
-                           !gen ? "op has no conformance cases" : "op has no reference kernel"});
+                !gen ? "op has no conformance cases" : "op has no reference kernel"});
       continue;
     }
     for (DType dt : opts.dtypes) {
