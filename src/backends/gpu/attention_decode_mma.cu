@@ -161,16 +161,14 @@ __device__ __forceinline__ int fp8_chunk(int row, int c) { return c ^ (row & 1) 
 // split merge's weights and partial outputs.
 template <int D, class TC>
 constexpr size_t kWarpBytes = kStages * 2 * kStageBytes<D, TC> + kWideBytes<D, TC>;
-// The dynamic region starts after the kernel's static shared arrays, on a 16-byte boundary only;
-// the kernel moves it up to a 128-byte one (kSmemAlign bytes of room), so that each 32-byte sector
-// a copy brings lands in one 32-byte unit of shared memory. From a 16-mod-32 start, ncu counted
-// every cp.async of a fp8 tile at twice the ideal L2 sectors and four times the ideal shared
-// wavefronts (32 lanes x 16 bytes as 32 sectors and 16 wavefronts). H200, one binary
-// (BENCHMARKS.md, twenty-fifth session): Qwen3-8B heads, fp8 cache, 256 x 1k keys 175.3 -> 154.7
-// us, ragged 100..2042 keys 182.6 -> 152.9 us; the throughput workload 10,878 -> 11,392 out tok/s.
-constexpr size_t kSmemAlign = 128;
+// The kernel has static shared arrays, so its dynamic region starts dyn_smem_pad bytes in, on a
+// 128-byte boundary (kDynSmemAlign bytes of room, mma_sm80.cuh). From the 16-mod-32 start it had,
+// ncu counted every cp.async of an fp8 tile at 32 L2 sectors and 16 shared wavefronts against 16
+// and 4. H200, one binary (BENCHMARKS.md, twenty-fifth session): Qwen3-8B heads, fp8 cache, 256 x
+// 1k keys 175.3 -> 154.7 us, ragged 100..2042 keys 182.6 -> 152.9 us; the throughput workload
+// 10,878 -> 11,392 out tok/s.
 template <int D, int W = kWarps, class TC = gpu_bf16>
-constexpr size_t kSmemBytes = kSmemAlign + size_t(kRows) * kLd<D> * 2 + size_t(W) * kWarpBytes<D, TC>;
+constexpr size_t kSmemBytes = kDynSmemAlign + size_t(kRows) * kLd<D> * 2 + size_t(W) * kWarpBytes<D, TC>;
 
 // kCluster: the splits of a (sequence, KV head, row tile) are one thread-block cluster (grid.z =
 // p.splits = the cluster size) and merge through distributed shared memory (cluster_merge) instead
@@ -197,7 +195,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;
   // The warps' outputs after the loop: rows of kORow floats (see o_col below).
   constexpr int kORow = kCluster ? D : kDirect<D, TC> ? D + 4 : D + 8;
-  constexpr size_t kRegionBytes = kSmemBytes<D, W, TC> - kSmemAlign;  // from smem_raw on
+  constexpr size_t kRegionBytes = kSmemBytes<D, W, TC> - kDynSmemAlign;  // from smem_raw on
   static_assert(size_t(W) * kRows * kORow * 4 <= kRegionBytes, "warp outputs fit the shared memory");
   static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kRegionBytes,
                 "the split merge fits at least one split at a time");
@@ -227,7 +225,7 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   const int my_tiles = n_tiles > warp ? (n_tiles - warp + W - 1) / W : 0;
 
   extern __shared__ __align__(16) unsigned char smem_base[];
-  unsigned char* const smem_raw = smem_base + ((0u - smem_addr(smem_base)) & unsigned(kSmemAlign - 1));  // see kSmemAlign
+  unsigned char* const smem_raw = smem_base + dyn_smem_pad(smem_base);
   TM* sQ = reinterpret_cast<TM*>(smem_raw);
   unsigned char* s_warp = smem_raw + size_t(kRows) * LD * 2 + size_t(warp) * kWarpBytes<D, TC>;
   // Buffer buf's K tile as copied (its V tile follows it), and for fp8 the widened (K, V) pair.

@@ -15,6 +15,13 @@ namespace portllm::gpu::sm80 {
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
+// A kernel's dynamic shared memory starts after its static __shared__ arrays, 16-byte aligned
+// only; from 16 bytes past a 32-byte boundary every 32-byte sector a 16-byte-per-lane cp.async
+// brings straddles two 32-byte units of shared memory (ncu: twice the ideal L2 sectors, four times
+// the ideal wavefronts; BENCHMARKS.md, twenty-fifth session). Kernels with static arrays start
+// their region dyn_smem_pad(base) bytes in, having asked for kDynSmemAlign more bytes.
+constexpr unsigned kDynSmemAlign = 128;
+__device__ __forceinline__ unsigned dyn_smem_pad(const void* base) { return (0u - smem_addr(base)) & (kDynSmemAlign - 1); }
 __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const void* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
