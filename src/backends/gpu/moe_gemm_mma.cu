@@ -95,7 +95,9 @@ struct Smem {
   static constexpr int kW = kFp8 ? C::BN * C::BK : C::BN * C::LD * 2;
   static constexpr int kStage = kA + kW;
   static constexpr int kDecoded = kFp8 && !kReg ? 2 * C::BN * C::LD * 2 : 0;
-  static constexpr size_t kBytes = size_t(C::STAGES) * kStage + kDecoded;
+  // kDynSmemAlign: room to start the region on a 128-byte boundary past the static scan array
+  // (dyn_smem_pad), so that the raw fp8 rows' copies land on 32-byte units.
+  static constexpr size_t kBytes = kDynSmemAlign + size_t(C::STAGES) * kStage + kDecoded;
   static_assert(kA % 16 == 0 && kW % 16 == 0, "16-byte aligned tiles");
 };
 
@@ -183,7 +185,8 @@ __global__ void __launch_bounds__(C::kThreads, kReg ? 3 : 2) moe_gemm_mma_kernel
   static_assert(AJ * T == BM * ACH && WJ * T == BN * WCH && AJ >= 1 && WJ >= 1, "copy split");
 
   __shared__ int scan[T + 2];
-  extern __shared__ __align__(16) unsigned char smem[];
+  extern __shared__ __align__(16) unsigned char smem_base[];
+  unsigned char* const smem = smem_base + dyn_smem_pad(smem_base);
   int e, row0, rows;
   if (!find_tile<BM>(p, scan, e, row0, rows)) return;  // whole block
 
