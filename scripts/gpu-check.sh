@@ -426,15 +426,18 @@ fi
 if has audit; then
   # Access efficiency of every distinct kernel (ncu's SourceCounters: L2 sectors and shared
   # wavefronts beyond the ideal for the access widths, worst first). Eager, 2 layers, so each
-  # launch is one kernel and the profile stays short; clocks left alone.
+  # launch is one kernel and the profile stays short; clocks left alone. Application replay: with
+  # kernel replay ncu saves and restores all device memory (the KV pool) for each of a kernel's
+  # ~13 passes, two kernels in 200 s (twenty-sixth session); the small pool keeps each run short.
   NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null | head -1)
   for spec in ${AUDIT_SPECS:-Qwen3-30B-A3B:1:128:bf16 Qwen3-8B:256:256:fp8}; do
     IFS=: read -r m bs inl kv <<<"$spec"
     rep="$OUT/audit-$m-bs$bs"
-    timeout 400 "$NCU" --clock-control none --section SpeedOfLight --section SourceCounters -f -o "$rep" \
+    timeout ${AUDIT_TIMEOUT:-240} "$NCU" --clock-control none --replay-mode application --section SpeedOfLight \
+      --section SourceCounters -f -o "$rep" \
       "$PL" bench latency --device cuda --disable-cuda-graph --load-format dummy --model tests/data/configs/$m \
       --num-layers 2 --batch-size $bs --input-len $inl --output-len 3 --num-iters 1 --num-iters-warmup 0 \
-      --max-model-len 2048 --kv-dtype $kv >"$rep.log" 2>&1
+      --max-model-len 2048 --kv-dtype $kv --mem-fraction-static 0.1 >"$rep.log" 2>&1
     rc=$?
     "$NCU" -i "$rep.ncu-rep" --page details >"$rep.txt" 2>&1
     python3 scripts/ncu_audit_summary.py "$rep.txt" | tee "$rep.summary"

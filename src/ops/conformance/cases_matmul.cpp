@@ -83,6 +83,8 @@ std::vector<OpCase> fp8_cases(DType act) {
   // Prefill-sized M (the dequantize + BLAS path takes M >= 32), bias, partial edge blocks.
   v.push_back(matmul_case(act, DType::F8E4M3, Shape{100, 384, 640, true}, 128));
   v.push_back(matmul_case(act, DType::F8E4M3, Shape{40, 200, 300, true}, 0));
+  // The dequantize + BLAS path's 16-wide form (K and block_k multiples of 16), per-tensor scale.
+  v.push_back(matmul_case(act, DType::F8E4M3, Shape{48, 96, 160, false}, 0));
   v.push_back(matmul_case(act, DType::F8E4M3, Shape{17, 136, 72, true}, 128));
   // Shapes the W8A8 path (gpu.matmul_fp8_w8a8_lt) takes with bf16/f16 activations: M >= 32, no bias,
   // N % 16 == 0, K % 512 == 0 (K/128 a multiple of 4); M = 37 exercises its padding of M to 4s.
