@@ -28,7 +28,9 @@ void require_kv_write_kernel(OpContext& ctx, DType dtype, int64_t page_size) {
 // (e4m3 rows of 128 dims are 128 bytes). Measured on the H200 in the twenty-first session: the same
 // kernel times and throughput as token-major pages (BENCHMARKS.md), so it stays opt-in. The
 // twenty-fifth session saw the fp8 decode kernel at 256 x 1k keys take 164.8 us with it against
-// 175.1 (one ops perf run, before that session's shared-memory alignment); not re-measured since.
+// 175.1 (one ops perf run, before that session's shared-memory alignment); with the aligned kernel
+// the throughput workload is equal either way (twenty-sixth session, fp8 cache: 10,974 / 10,957 out
+// tok/s against 10,953 / 10,955 token-major; BENCHMARKS.md has the command).
 // tests/e2e/kv_layout_hnd.sh runs it end to end.
 bool head_major_pages() {
   static const bool v = [] {
