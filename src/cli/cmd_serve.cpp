@@ -59,6 +59,7 @@ std::string resolve_chat_template(const std::string& arg) {
 void run(ServeOptions& o) {
   if (o.tp_size != 1) PL_THROW("--tp-size {} is not supported yet: only --tp-size 1 (one device) works", o.tp_size);
   EngineConfig ecfg = engine_config(o.engine);
+  ecfg.serving = true;
   if (o.context_length > 0) ecfg.max_model_len = o.context_length;
   if (o.max_prefill_tokens > 0) ecfg.max_num_batched_tokens = o.max_prefill_tokens;
   ecfg.seed = o.seed;

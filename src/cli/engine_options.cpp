@@ -15,7 +15,8 @@ void add_engine_options(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--num-layers", c.num_layers_override, "keep only the first N decoder layers (benchmarks)");
   cmd->add_option("--max-num-seqs", c.max_num_seqs, "sequences running at once")->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", c.max_num_batched_tokens,
-                  "token budget of one step (default: max(2048, max-model-len), or the chunked prefill size)");
+                  "token budget of one step (default: the chunked prefill size; on GPUs of 70 GiB or more 16384, "
+                  "8192 for serve (smaller GPUs 8192 / 2048), as vLLM; on the CPU max(2048, max-model-len))");
   cmd->add_option("--chunked-prefill-size", c.chunked_prefill_size,
                   "at most this many prompt tokens of one request per step; -1 disables chunking (0: the step budget)");
   cmd->add_option("--num-kv-blocks", c.num_kv_blocks, "KV cache blocks (default: from --mem-fraction-static)");

@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "engine/generation_config.h"
 #include "engine/kv_sizing.h"
+#include "engine/token_budget.h"
 
 namespace portllm {
 
@@ -96,13 +97,9 @@ void EngineImpl::load(const EngineConfig& cfg) {
   sc.max_model_len = int(max_model_len_);
   sc.enable_chunked_prefill = cfg.chunked_prefill_size != -1;
   sc.long_prefill_token_threshold = cfg.chunked_prefill_size > 0 ? cfg.chunked_prefill_size : 0;
-  if (cfg.max_num_batched_tokens > 0) {
-    sc.max_num_batched_tokens = cfg.max_num_batched_tokens;
-  } else {
-    const int64_t dflt = cfg.chunked_prefill_size > 0 ? cfg.chunked_prefill_size
-                                                     : std::max<int64_t>(2048, max_model_len_);
-    sc.max_num_batched_tokens = int(std::max<int64_t>(dflt, cfg.max_num_seqs));
-  }
+  sc.max_num_batched_tokens = cfg.max_num_batched_tokens > 0
+                                  ? cfg.max_num_batched_tokens
+                                  : int(default_token_budget(cfg, device_->kind(), device_->caps(), max_model_len_));
   // A hybrid model's recurrent state is not cached with the blocks: a prefix hit would skip the
   // tokens that build it. Such models always run without prefix caching.
   sc.enable_prefix_caching = cfg.enable_prefix_caching && !recurrent;

@@ -1,4 +1,5 @@
 #include "ops/registry.h"
+#include "ops/ran_tolerance.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -29,12 +30,24 @@ bool disabled(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+thread_local double t_ran_min_tolerance = 0;
+}
+double ran_min_tolerance() { return t_ran_min_tolerance; }
+void reset_ran_min_tolerance() { t_ran_min_tolerance = 0; }
+
 KernelRegistry& KernelRegistry::instance() {
   static KernelRegistry r;
   return r;
 }
 
 void KernelRegistry::add(KernelInfo k) {
+  if (k.min_tolerance > 0) {  // record that this kernel ran (ran_tolerance.h)
+    k.run = [run = std::move(k.run), t = k.min_tolerance](const void* a, Stream& s) {
+      t_ran_min_tolerance = std::max(t_ran_min_tolerance, t);
+      run(a, s);
+    };
+  }
   std::lock_guard<std::mutex> lk(g_reg_mu);
   for (auto& existing : kernels_)
     if (existing->name == k.name && existing->device == k.device && existing->op == k.op) return;  // idempotent

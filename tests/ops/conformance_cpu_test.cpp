@@ -60,3 +60,46 @@ TEST(Conformance, ResultsAreReportedAsTheyAreDecided) {
   ASSERT_EQ(seen.size(), results.size());
   for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(seen[i], results[i].kernel + " " + results[i].case_name);
 }
+
+// A kernel that hands a call to another (a fallback by priority) is judged at the tolerance floor
+// of the kernel that computed the result: here a "coarse" kernel, 10% off by design with a floor of
+// 0.3, passes through the hand-off, and the result reports that floor; alone, the same output would
+// fail the case's own tolerance.
+TEST(Conformance, AHandedOnCallIsJudgedByTheKernelThatRanIt) {
+  register_builtin_backends();
+  Device& dev = *BackendRegistry::instance().device("cpu");
+  auto coarse = [](const RmsNormArgs& a, Stream& s) {
+    KernelRegistry::instance().reference(Op::RMS_NORM)->run(&a, s);
+    for (int64_t r = 0; r < a.out.num_rows(); ++r) {
+      float* o = a.out.ptr<float>() + a.out.row_offset(r);
+      for (int64_t j = 0; j < a.out.size(-1); ++j) o[j] *= 1.1f;
+    }
+  };
+  auto f32 = [](const OpDesc& d, const DeviceCaps&) { return d.dtype[0] == DType::F32; };
+  register_kernel<RmsNormArgs>(Op::RMS_NORM, DeviceKind::CPU, "test.coarse_rms_norm", -70, f32, coarse, 0.3);
+  register_kernel<RmsNormArgs>(Op::RMS_NORM, DeviceKind::CPU, "test.hand_on_rms_norm", -60, f32,
+                               [](const RmsNormArgs& a, Stream& s) {
+                                 KernelRegistry::instance().find("test.coarse_rms_norm")->run(&a, s);
+                               });
+  register_kernel<RmsNormArgs>(Op::RMS_NORM, DeviceKind::CPU, "test.coarse_unflagged_rms_norm", -80, f32, coarse);
+  conformance::RunOptions o;
+  o.op = "RMS_NORM";
+  o.pattern = "test\\.(hand_on|coarse_unflagged)";
+  o.dtypes = {DType::F32};
+  auto results = conformance::run_conformance(dev, o);
+  int handed = 0, unflagged = 0;
+  for (auto& r : results) {
+    if (r.status == CaseResult::Status::NotSupported) continue;
+    if (r.kernel == "test.hand_on_rms_norm") {
+      ++handed;
+      EXPECT_EQ(r.status, CaseResult::Status::Pass) << r.case_name << ": " << r.message;
+      EXPECT_EQ(r.tol, 0.3) << r.case_name;
+      EXPECT_GT(r.error, 0.05) << r.case_name;
+    } else {
+      ++unflagged;
+      EXPECT_EQ(r.status, CaseResult::Status::Fail) << r.case_name;
+    }
+  }
+  EXPECT_GT(handed, 0);
+  EXPECT_EQ(handed, unflagged);
+}

@@ -75,7 +75,22 @@ __global__ void fp8_quant_groups_kernel(const T* __restrict__ x, int64_t x_ld, i
     if (lane == 0) scales[kb * rows + m] = m < M ? scale : 1.f;
   }
 }
+__global__ void pad_scale_rows_kernel(float* dst, int64_t dst_ld, const float* src, int64_t src_ld, int64_t rows,
+                                      int64_t cols) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= rows * dst_ld) return;
+  const int64_t r = i / dst_ld, c = i % dst_ld;
+  dst[i] = c < cols ? src[r * src_ld + c] : 0.f;
+}
 }  // namespace
+
+void launch_pad_scale_rows(float* dst, int64_t dst_ld, const float* src, int64_t src_ld, int64_t rows, int64_t cols,
+                           Stream& s) {
+  const int64_t n = rows * dst_ld;
+  if (n == 0) return;
+  pad_scale_rows_kernel<<<unsigned((n + 255) / 256), 256, 0, native_stream(s)>>>(dst, dst_ld, src, src_ld, rows, cols);
+  check_launch("pad_scale_rows");
+}
 
 void launch_fp8_quant_groups(const void* x, DType x_t, int64_t x_ld, int64_t M, int64_t K, int64_t rows,
                              uint8_t* q, float* scales, Stream& s) {

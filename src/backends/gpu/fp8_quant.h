@@ -20,4 +20,9 @@ constexpr int kFp8QuantGroup = 128;  // K elements that share one activation sca
 void launch_fp8_quant_groups(const void* x, DType x_t, int64_t x_ld, int64_t M, int64_t K, int64_t rows,
                              uint8_t* q, float* scales, Stream& s);
 
+// dst[r, c] = src[r * src_ld + c] for c < cols and 0 for cols <= c < dst_ld, r < rows (f32): a
+// weight's block-scale rows widened to the row length cuBLASLt's 128x128 scale mode reads.
+void launch_pad_scale_rows(float* dst, int64_t dst_ld, const float* src, int64_t src_ld, int64_t rows, int64_t cols,
+                           Stream& s);
+
 }  // namespace portllm::gpu

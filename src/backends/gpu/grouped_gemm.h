@@ -15,6 +15,7 @@
 
 namespace portllm {
 struct MoeGemmArgs;
+struct KernelInfo;
 }
 
 namespace portllm::gpu {
@@ -84,8 +85,14 @@ inline int64_t grouped_tile_bound(int64_t rows, int64_t num_experts, int bm) {
 void register_moe_gemm_wmma_kernels();
 // The mma.sync + cp.async grouped GEMM on NVIDIA (moe_gemm_mma.cu); a no-op on MUSA.
 void register_moe_gemm_mma_kernels();
+// The block-FP8 W8A8 grouped GEMM on fp8 tensor cores (moe_gemm_w8a8_mma.cu); a no-op on MUSA.
+void register_moe_gemm_w8a8_kernels();
 // MOE_GEMM's decode kernel (moe_gemv.cu).
 void register_moe_gemv_kernels();
+
+// The MOE_GEMM kernel a kernel named `name` of `priority` hands a call it cannot take to: the
+// highest-priority other kernel below it that supports the call on s's device. Fails if none.
+const KernelInfo& next_moe_gemm_kernel(const MoeGemmArgs& a, Stream& s, const char* name, int priority);
 
 // dst[n, k] (dtype dst_t, row stride dst_ld) = fp8 W[n, k] * scale[(n / block_n) * s_s0 + (k / block_k) * s_s1].
 void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, int64_t w_ld, const float* scale,

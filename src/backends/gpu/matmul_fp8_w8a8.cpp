@@ -18,7 +18,9 @@
 //  * A (W), BLK128x128_32F: K-major, shape ceil(K/128) rounded up to 4 x ceil(N/128), so element
 //    (kb, nb) at nb * Kb4 + kb. The checkpoint's w_scale [ceil(N/128), ceil(K/128)] row-major is
 //    exactly that when K/128 is a multiple of 4 (every DeepSeek-V3 K: 7168, 18432, 2048, 1536,
-//    512); supports() takes only those K.
+//    512). Other K % 128 == 0 (DeepSeek-V2-Lite's shared experts, K = 2816: 22 blocks) get their
+//    scale rows copied, zero-padded to Kb4, into scratch per call (a few KB; zeros, so whatever
+//    cuBLASLt reads past K/128 contributes nothing).
 //  * B (x8), VEC128_32F: N-major (cuBLAS n = our M), shape n x ceil(K/128), so element (m, kb) at
 //    kb * n + m, the layout fp8_quant.cu writes.
 //  * cuBLAS m and n must be multiples of 4: N is (N % 16 == 0); M is padded to a multiple of 4
@@ -129,11 +131,7 @@ std::string layout_problem(const MatmulArgs& a, int64_t N, int64_t K) {
   if (!sc.defined() || sc.dtype != DType::F32 || sc.ndim != 2 || sc.size(0) < (N + kBlock - 1) / kBlock ||
       sc.size(1) < kb)
     return fmt::format("w_scale {} does not cover W [{}, {}] in 128x128 blocks", sc.shape_str(), N, K);
-  // cuBLASLt reads column nb of the BLK128x128 scales at nb * round_up(K/128, 4): the checkpoint
-  // layout only when its rows are exactly that long and contiguous.
-  if (sc.strides[1] != 1 || sc.strides[0] != round_up(kb, 4))
-    return fmt::format("w_scale strides ({}, {}) (need ({}, 1))", sc.strides[0], sc.strides[1], round_up(kb, 4));
-  if (!aligned16(sc.data)) return "w_scale not 16-byte aligned";
+  if (sc.strides[1] != 1) return fmt::format("w_scale strides ({}, {}) (need contiguous rows)", sc.strides[0], sc.strides[1]);
   return "";
 }
 
@@ -187,6 +185,18 @@ void matmul_fp8_w8a8(const MatmulArgs& a, Stream& s) {
   launch_fp8_quant_groups(a.x.data, a.x.dtype, a.x.strides[0], M, K, Mp, static_cast<uint8_t*>(x8.get()),
                           static_cast<float*>(xs.get()), s);
 
+  // cuBLASLt reads row nb of W's BLK128x128 scales at nb * round_up(K/128, 4), 16-byte aligned:
+  // the checkpoint's rows where they are that long, else a zero-padded copy.
+  const int64_t kb4 = round_up(K / kBlock, 4), nb = (N + kBlock - 1) / kBlock;
+  const void* wsc = a.w_scale.data;
+  std::shared_ptr<void> wsc_pad;
+  if (a.w_scale.strides[0] != kb4 || !aligned16(wsc)) {
+    wsc_pad = scratch(s, size_t(nb * kb4) * sizeof(float));
+    launch_pad_scale_rows(static_cast<float*>(wsc_pad.get()), kb4, a.w_scale.ptr<float>(), a.w_scale.strides[0], nb,
+                          K / kBlock, s);
+    wsc = wsc_pad.get();
+  }
+
   // 2. D: out itself, or a padded scratch [Mp, N] when M is not a multiple of 4.
   std::shared_ptr<void> dpad;
   void* d = a.out.data;
@@ -204,7 +214,7 @@ void matmul_fp8_w8a8(const MatmulArgs& a, Stream& s) {
   lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_TRANSB, int32_t(GPUBLAS_OP_N), kName, shape);
   lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F), kName, shape);
   lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_MODE, int32_t(GPUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F), kName, shape);
-  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(a.w_scale.data), kName, shape);
+  lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_A_SCALE_POINTER, wsc, kName, shape);
   lt_set_attr(c.desc, GPUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(xs.get()), kName, shape);
   PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.a, GPU_R_8F_E4M3, uint64_t(K), uint64_t(N), a.w.strides[0]), shape);
   PL_LT_CHECK(kName, gpublasLtMatrixLayoutCreate(&c.b, GPU_R_8F_E4M3, uint64_t(K), uint64_t(Mp), K), shape);
@@ -242,8 +252,9 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
   if (d.flags & 1u) return false;  // no bias (DeepSeek-V3's FP8 linears have none)
   if (d.dim[3] != kBlock) return false;  // 128x128 weight blocks (block_n is checked per call)
   if (M < kMinRows || N <= 0 || N % 16 != 0) return false;
-  // K/128 a multiple of 4: the checkpoint's scale rows are then the K-major rows cuBLASLt reads.
-  if (K <= 0 || K % (4 * kBlock) != 0) return false;
+  // Whole 128-wide K blocks (the activation groups; W's scale rows are padded per call to the
+  // multiple of 4 cuBLASLt reads where they are shorter).
+  if (K <= 0 || K % kBlock != 0) return false;
   return M < (int64_t(1) << 31) && N < (int64_t(1) << 31) && K < (int64_t(1) << 31);
 }
 }  // namespace

@@ -293,10 +293,18 @@ void launch_fp8_dequant(void* dst, DType dst_t, int64_t dst_ld, const void* w, i
   check_launch("fp8_dequant");
 }
 
+const KernelInfo& next_moe_gemm_kernel(const MoeGemmArgs& a, Stream& s, const char* name, int priority) {
+  const OpDesc d = a.desc();
+  for (const KernelInfo* k : KernelRegistry::instance().kernels(Op::MOE_GEMM, kKind))
+    if (k->name != name && k->priority < priority && (!k->supports || k->supports(d, caps_of(s)))) return *k;
+  fail((std::string(name) + ": no MOE_GEMM kernel to fall back to").c_str());
+}
+
 void register_moe_gemm_kernels() {
   register_kernel<MoeGemmArgs>(Op::MOE_GEMM, kKind, "gpu.moe_gemm_tiled", 10, moe_gemm_supports, moe_gemm);
   register_moe_gemm_wmma_kernels();
   register_moe_gemm_mma_kernels();
+  register_moe_gemm_w8a8_kernels();
   register_moe_gemv_kernels();
 }
 

@@ -436,14 +436,6 @@ int64_t row_tiles(const GroupedGemmParams& p) {
   return p.expert_offsets ? grouped_tile_bound(p.rows, p.num_experts, C::BM) : (p.rows + C::BM - 1) / C::BM;
 }
 
-// The next MOE_GEMM kernel by priority that supports the op (views this kernel does not take).
-const KernelInfo* fallback(const MoeGemmArgs& a, Stream& s) {
-  const OpDesc d = a.desc();
-  for (const KernelInfo* k : KernelRegistry::instance().kernels(Op::MOE_GEMM, DeviceKind::CUDA))
-    if (k->name != kName && k->priority < kPriority && (!k->supports || k->supports(d, caps_of(s)))) return k;
-  fail("moe_gemm_mma: no kernel to fall back to");
-}
-
 // 16-byte copies of x and W rows, 4-byte output stores, scales the per-chunk lookup can use.
 bool views_ok(const GroupedGemmParams& p) {
   const bool fp8 = p.w_t == DType::F8E4M3;
@@ -481,7 +473,7 @@ void launch_typed(const GroupedGemmParams& p, int64_t per_expert, gpuStream_t st
 void moe_gemm_mma(const MoeGemmArgs& a, Stream& s) {
   if (a.x.size(0) == 0 || a.w.size(0) == 0 || a.w.size(1) == 0) return;
   const GroupedGemmParams p = moe_gemm_params(a);
-  if (!views_ok(p) || row_tiles<Large>(p) > 65535) return fallback(a, s)->run(&a, s);
+  if (!views_ok(p) || row_tiles<Large>(p) > 65535) return next_moe_gemm_kernel(a, s, kName, kPriority).run(&a, s);
   if (p.out_t != p.x_t) fail("moe_gemm_mma: output dtype must be the activation dtype");
   const int64_t per_expert = p.rows / std::max(1, p.num_experts);
   const gpuStream_t st = native_stream(s);

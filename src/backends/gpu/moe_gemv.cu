@@ -367,15 +367,6 @@ void launch_gemv(const GroupedGemmParams& p, const GatherRows& gr, Stream& s) {
   });
 }
 
-// The kernel MOE_GEMM falls back to when rows per expert are many: the best other one that
-// supports the op on this device.
-const KernelInfo* fallback(const MoeGemmArgs& a, Stream& s) {
-  const OpDesc d = a.desc();
-  for (const KernelInfo* k : KernelRegistry::instance().kernels(Op::MOE_GEMM, kKind))
-    if (k->name != kName && k->priority < kPriority && (!k->supports || k->supports(d, caps_of(s)))) return k;
-  fail("moe_gemm_gemv: no kernel to fall back to for many rows per expert");
-}
-
 // Gather mode: rows are the T*k assignments of topk_ids, x holds the T token rows. Always this
 // kernel (no other MOE_GEMM kernel has the mode), whatever the rows per expert.
 void moe_gemv_gather(const MoeGemmArgs& a, Stream& s) {
@@ -400,7 +391,7 @@ void moe_gemv(const MoeGemmArgs& a, Stream& s) {
   if (a.topk_ids.defined()) return moe_gemv_gather(a, s);
   const int64_t R = a.x.size(0), E = a.w.size(0);
   if (R == 0 || E == 0 || a.w.size(1) == 0) return;
-  if (R > kMaxRows && R > kMaxRowsPerExpert * E) return fallback(a, s)->run(&a, s);
+  if (R > kMaxRows && R > kMaxRowsPerExpert * E) return next_moe_gemm_kernel(a, s, kName, kPriority).run(&a, s);
   launch_gemv(moe_gemm_params(a), GatherRows{}, s);
 }
 

@@ -87,8 +87,11 @@ std::vector<OpCase> fp8_cases(DType act) {
   v.push_back(matmul_case(act, DType::F8E4M3, Shape{48, 96, 160, false}, 0));
   v.push_back(matmul_case(act, DType::F8E4M3, Shape{17, 136, 72, true}, 128));
   // Shapes the W8A8 path (gpu.matmul_fp8_w8a8_lt) takes with bf16/f16 activations: M >= 32, no bias,
-  // N % 16 == 0, K % 512 == 0 (K/128 a multiple of 4); M = 37 exercises its padding of M to 4s.
-  for (Shape s : {Shape{64, 256, 512, false}, Shape{100, 384, 1024, false}, Shape{37, 128, 512, false}})
+  // N % 16 == 0, K % 128 == 0; M = 37 exercises its padding of M to 4s.
+  // K % 128 == 0 with K/128 not a multiple of 4 (5, 3): W's scale rows are copied, zero-padded, to
+  // the length cuBLASLt reads (DeepSeek-V2-Lite's shared experts: K = 2816, 22 blocks).
+  for (Shape s : {Shape{64, 256, 512, false}, Shape{100, 384, 1024, false}, Shape{37, 128, 512, false},
+                  Shape{64, 256, 640, false}, Shape{40, 128, 384, false}})
     v.push_back(matmul_case(act, DType::F8E4M3, s, 128));
   return v;
 }

@@ -135,9 +135,9 @@ std::vector<OpCase> matmul_fp8_perf(DType act) {
   for (MatmulShape s : {MatmulShape{1, 18432, 7168, false}, MatmulShape{64, 18432, 7168, false},
                         MatmulShape{4096, 18432, 7168, false}, MatmulShape{4096, 7168, 18432, false},
                         MatmulShape{4096, 2048, 7168, false},
-                        // DeepSeek-V2-Lite's block-FP8 decode at batch 64: a W8A8 shape (q_proj), the
-                        // shared experts' down (K / 128 = 22, not a multiple of 4) and the first
-                        // layer's dense down (K = 10944, not a multiple of 128), which the
+                        // DeepSeek-V2-Lite's block-FP8 decode at batch 64: q_proj, the shared
+                        // experts' down (K / 128 = 22: W8A8 with its scale rows padded) and the first
+                        // layer's dense down (K = 10944, not a multiple of 128), which only the
                         // dequantizing path serves.
                         MatmulShape{64, 3072, 2048, false}, MatmulShape{64, 2048, 2816, false},
                         MatmulShape{64, 2048, 10944, false}}) {
