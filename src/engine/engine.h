@@ -82,7 +82,7 @@ struct EngineConfig {
   int num_layers_override = 0;
   int threads = 0;
   int max_num_seqs = 256;
-  int max_num_batched_tokens = 0;      // 0: default_token_budget() (engine_impl.cpp)
+  int max_num_batched_tokens = 0;      // 0: default_token_budget() (engine/token_budget.h)
   int chunked_prefill_size = 0;        // 0: chunk at max_num_batched_tokens; -1: no chunking
   bool enable_prefix_caching = true;
   int64_t num_kv_blocks = 0;           // 0: from mem_fraction_static

@@ -28,11 +28,10 @@ bool disabled(const std::string& name) {
   }();
   return !names.empty() && names.count(name) > 0;
 }
+// The largest min_tolerance of the kernels run on this thread since the last reset (ran_tolerance.h).
+thread_local double t_ran_min_tolerance = 0;
 }  // namespace
 
-namespace {
-thread_local double t_ran_min_tolerance = 0;
-}
 double ran_min_tolerance() { return t_ran_min_tolerance; }
 void reset_ran_min_tolerance() { t_ran_min_tolerance = 0; }
 

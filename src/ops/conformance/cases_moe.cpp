@@ -208,8 +208,9 @@ std::vector<GemmShape> mma_shapes() {
   v.push_back({0, 0, 131, 96, BF, 0, 5, 448, large});  // odd N: the last column is stored alone
   v.push_back({4, 1024, 160, 256, BF, 0});
   v.push_back({4, 1024, 160, 256, F8, 128});
-  // The fp8 tensor-core kernel (moe_gemm_w8a8_mma.cu: 16-, 64- or 128-row tiles, 128-wide k steps,
-  // K % 128 == 0): N = 192 ends inside a column tile; each tile height; a tail of unused rows.
+  // The fp8 tensor-core kernel (moe_gemm_w8a8_mma.cu: 16- or 64-row tiles, 128-wide k steps,
+  // K % 128 == 0): N = 192 ends inside a column tile; the 16-row tile (~5 rows per expert), the
+  // 64-row tile at ~55 and ~125 rows per expert, the latter with a tail of unused rows.
   std::vector<int> w8a8_small = {0, 1, 15, 17, 40};
   w8a8_small.resize(15, 0);  // 73 rows / 15 experts: 16-row tiles
   v.push_back({0, 0, 192, 384, F8, 128, 0, 448, w8a8_small});
