@@ -253,11 +253,7 @@ __global__ void __launch_bounds__(C::kThreads, kReg ? 3 : 2) moe_gemm_mma_kernel
   const int wm = warp / C::WN, wn = warp % C::WN;
   const int wrow = wm * (BM / C::WM), wcol = wn * (BN / C::WN);
   const int mt_live = min(MT, max(0, (rows - wrow + 15) / 16));  // warp-uniform
-  float acc[MT][NT][4];
-#pragma unroll
-  for (int t = 0; t < MT; ++t)
-#pragma unroll
-    for (int i = 0; i < NT; ++i) acc[t][i][0] = acc[t][i][1] = acc[t][i][2] = acc[t][i][3] = 0.f;
+  float acc[MT][NT][4] = {};
 
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {

@@ -176,11 +176,7 @@ __global__ void __launch_bounds__(C::kThreads, 2) moe_gemm_w8a8_kernel(W8A8Param
   const float* wsc = p.scale + int64_t(e) * p.s_es + int64_t(n0 / p.block_n) * p.s_s0;
   const int steps_per_wblock = p.block_k / kBK;
 
-  float acc[MT][NT][4];
-#pragma unroll
-  for (int t = 0; t < MT; ++t)
-#pragma unroll
-    for (int i = 0; i < NT; ++i) acc[t][i][0] = acc[t][i][1] = acc[t][i][2] = acc[t][i][3] = 0.f;
+  float acc[MT][NT][4] = {};
 
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
