@@ -6,7 +6,8 @@
 //    scaled while loaded, so W is read once per row tile as 1-byte elements (GEMV / decode sizes).
 //  * gpu.matmul_fp8_dequant_blas (M >= 32): W dequantized into scratch in the activation dtype,
 //    then one gpublasGemmEx (prefill sizes, where the BLAS' matrix units win).
-// The W8A8 path on fp8 units (caps.fp8) is matmul_fp8_w8a8.cpp (NVIDIA, cuBLASLt).
+// The W8A8 path on fp8 units (caps.fp8) is matmul_fp8_w8a8.cpp (NVIDIA Hopper, cuBLASLt), above
+// these by priority from 32 rows (PORTLLM_W8A8_MIN_ROWS).
 #include <algorithm>
 
 #include "backends/gpu/gpu_check.h"

@@ -26,6 +26,7 @@
 //  * cuBLAS m and n must be multiples of 4: N is (N % 16 == 0); M is padded to a multiple of 4
 //    with zero rows, and then D goes to scratch and its first M rows are copied out.
 // Scale pointers must be 16-byte aligned.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -53,8 +54,19 @@ constexpr auto kKind = kGpuKind;
 constexpr const char* kName = "gpu.matmul_fp8_w8a8_lt";
 constexpr const char* kFallbackName = "gpu.matmul_fp8_dequant_blas";
 constexpr int64_t kBlock = 128;
-// Below this M the GEMM is weight-bandwidth bound and the fp8 GEMV/tiled paths serve it.
-constexpr int64_t kMinRows = 32;
+// Below this M the fp8 GEMV (matmul_fp8.cpp) serves the GEMM (PORTLLM_W8A8_MIN_ROWS, read once,
+// moves the bound). Measured on the H200 with the bound at 4 (`ops perf -b cuda -o MATMUL_FP8_BLOCK
+// --cold`, BENCHMARKS.md, twenty-ninth session): on DeepSeek-V2-Lite's q_proj 3072 x 2048 and
+// shared-expert down 2048 x 2816 this kernel took 10.7 / 14.3 us at 8 rows against the GEMV's
+// 14.3 / 17.3, flat up to 24 rows where the GEMV's time grows with M (37.9 / 37.4); V2-Lite
+// block-FP8 decode at batch 8 / 16 took 9.36 / 12.90 ms against 10.18 / 15.44. The default stays
+// 32 until this kernel has passed the conformance cases of 8 <= M < 32 on a GPU (they were added
+// after the device time was spent): `PORTLLM_W8A8_MIN_ROWS=8 portllm ops test -b cuda -o
+// MATMUL_FP8_BLOCK`, then 8.
+int64_t min_rows() {
+  static const int64_t v = std::max(1, env_int("PORTLLM_W8A8_MIN_ROWS", 32));
+  return v;
+}
 // The most workspace the heuristic may ask for (cuBLAS recommends 32 MiB on Hopper); the chosen
 // algorithm's own size is what gets allocated.
 constexpr size_t kMaxWorkspace = size_t(32) << 20;
@@ -251,7 +263,7 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
   const int64_t M = d.dim[0], N = d.dim[1], K = d.dim[2];
   if (d.flags & 1u) return false;  // no bias (DeepSeek-V3's FP8 linears have none)
   if (d.dim[3] != kBlock) return false;  // 128x128 weight blocks (block_n is checked per call)
-  if (M < kMinRows || N <= 0 || N % 16 != 0) return false;
+  if (M < min_rows() || N <= 0 || N % 16 != 0) return false;
   // Whole 128-wide K blocks (the activation groups; W's scale rows are padded per call to the
   // multiple of 4 cuBLASLt reads where they are shorter).
   if (K <= 0 || K % kBlock != 0) return false;
@@ -260,7 +272,8 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
 }  // namespace
 
 void register_matmul_fp8_w8a8_kernels() {
-  // Above gpu.matmul_fp8_dequant_blas (20) and the fp8 GEMV (25, M < 32 only).
+  // Above gpu.matmul_fp8_dequant_blas (20) and the fp8 GEMV (25, M < 32: the rows below
+  // min_rows(), and the views or K this kernel refuses).
   // e4m3 activations: relative rounding error up to 2^-4 per element; on the conformance cases'
   // uniform data the normalized error of the product is ~0.025 (dequantizing paths: ~0.003).
   register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, kName, 30, supports, matmul_fp8_w8a8, 4e-2);

@@ -140,7 +140,12 @@ std::vector<OpCase> matmul_fp8_perf(DType act) {
                         // layer's dense down (K = 10944, not a multiple of 128), which only the
                         // dequantizing path serves.
                         MatmulShape{64, 3072, 2048, false}, MatmulShape{64, 2048, 2816, false},
-                        MatmulShape{64, 2048, 10944, false}}) {
+                        MatmulShape{64, 2048, 10944, false},
+                        // The same two below 32 rows, where the fp8 GEMV serves them by default
+                        // (PORTLLM_W8A8_MIN_ROWS moves the crossover to cuBLASLt's W8A8).
+                        MatmulShape{8, 3072, 2048, false}, MatmulShape{16, 3072, 2048, false},
+                        MatmulShape{24, 3072, 2048, false}, MatmulShape{8, 2048, 2816, false},
+                        MatmulShape{16, 2048, 2816, false}, MatmulShape{24, 2048, 2816, false}}) {
     OpCase c = matmul_case(act, DType::F8E4M3, s, 128);
     set_gemm_cost(c, s);
     v.push_back(std::move(c));
