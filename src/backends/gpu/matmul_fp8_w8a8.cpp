@@ -54,15 +54,11 @@ constexpr auto kKind = kGpuKind;
 constexpr const char* kName = "gpu.matmul_fp8_w8a8_lt";
 constexpr const char* kFallbackName = "gpu.matmul_fp8_dequant_blas";
 constexpr int64_t kBlock = 128;
-// Below this M the fp8 GEMV (matmul_fp8.cpp) serves the GEMM (PORTLLM_W8A8_MIN_ROWS, read once,
-// moves the bound). Measured on the H200 with the bound at 4 (`ops perf -b cuda -o MATMUL_FP8_BLOCK
-// --cold`, BENCHMARKS.md, twenty-ninth session): on DeepSeek-V2-Lite's q_proj 3072 x 2048 and
-// shared-expert down 2048 x 2816 this kernel took 10.7 / 14.3 us at 8 rows against the GEMV's
-// 14.3 / 17.3, flat up to 24 rows where the GEMV's time grows with M (37.9 / 37.4); V2-Lite
-// block-FP8 decode at batch 8 / 16 took 9.36 / 12.90 ms against 10.18 / 15.44. The default stays
-// 32 until this kernel has passed the conformance cases of 8 <= M < 32 on a GPU (they were added
-// after the device time was spent): `PORTLLM_W8A8_MIN_ROWS=8 portllm ops test -b cuda -o
-// MATMUL_FP8_BLOCK`, then 8.
+// Below this M the fp8 GEMV (matmul_fp8.cpp) serves the GEMM; PORTLLM_W8A8_MIN_ROWS (read once)
+// moves the bound. From 8 rows this kernel measured faster than the GEMV (V2-Lite's q_proj at 16
+// rows 11.0 against 26.8 us; BENCHMARKS.md, twenty-ninth session), but it has not yet run the
+// conformance cases of 8 <= M < 32 on a GPU, so the default stays 32 until
+// `PORTLLM_W8A8_MIN_ROWS=8 portllm ops test -b cuda -o MATMUL_FP8_BLOCK` passes.
 int64_t min_rows() {
   static const int64_t v = std::max(1, env_int("PORTLLM_W8A8_MIN_ROWS", 32));
   return v;

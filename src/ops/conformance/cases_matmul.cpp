@@ -98,7 +98,8 @@ std::vector<OpCase> fp8_cases(DType act) {
   for (Shape s : {Shape{48, 200, 256, false}, Shape{128, 256, 384, false}, Shape{33, 128, 2816, false}})
     v.push_back(matmul_case(act, DType::F8E4M3, s, 128));
   // Small decode batches (8 <= M < 32), which the W8A8 path takes under PORTLLM_W8A8_MIN_ROWS=8 (the
-  // fp8 GEMV by default): M a multiple of 4 and not (9, 22), 22 scale columns at M = 16.
+  // fp8 GEMV by default): M = 8, 16, 24 and, padded to a multiple of 4, 9 and 22; 22 scale columns
+  // (K = 2816) at M = 16.
   for (Shape s : {Shape{8, 256, 384, false}, Shape{9, 128, 512, false}, Shape{16, 128, 2816, false},
                   Shape{22, 384, 256, false}, Shape{24, 256, 640, false}})
     v.push_back(matmul_case(act, DType::F8E4M3, s, 128));
