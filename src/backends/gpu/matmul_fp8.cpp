@@ -7,7 +7,7 @@
 //  * gpu.matmul_fp8_dequant_blas (M >= 32): W dequantized into scratch in the activation dtype,
 //    then one gpublasGemmEx (prefill sizes, where the BLAS' matrix units win).
 // The W8A8 path on fp8 units (caps.fp8) is matmul_fp8_w8a8.cpp (NVIDIA Hopper, cuBLASLt), above
-// these by priority from 32 rows (PORTLLM_W8A8_MIN_ROWS).
+// these by priority from 8 rows (PORTLLM_W8A8_MIN_ROWS).
 #include <algorithm>
 
 #include "backends/gpu/gpu_check.h"

@@ -56,11 +56,10 @@ constexpr const char* kFallbackName = "gpu.matmul_fp8_dequant_blas";
 constexpr int64_t kBlock = 128;
 // Below this M the fp8 GEMV (matmul_fp8.cpp) serves the GEMM; PORTLLM_W8A8_MIN_ROWS (read once)
 // moves the bound. From 8 rows this kernel measured faster than the GEMV (V2-Lite's q_proj at 16
-// rows 11.0 against 26.8 us; BENCHMARKS.md, twenty-ninth session), but it has not yet run the
-// conformance cases of 8 <= M < 32 on a GPU, so the default stays 32 until
-// `PORTLLM_W8A8_MIN_ROWS=8 portllm ops test -b cuda -o MATMUL_FP8_BLOCK` passes.
+// rows 11.0 against 26.8 us; the GSM8K-shaped V2-Lite FP8 serve 5127-5152 against 4975 out tok/s
+// with the bound at 32; BENCHMARKS.md, twenty-ninth and thirtieth sessions).
 int64_t min_rows() {
-  static const int64_t v = std::max(1, env_int("PORTLLM_W8A8_MIN_ROWS", 32));
+  static const int64_t v = std::max(1, env_int("PORTLLM_W8A8_MIN_ROWS", 8));
   return v;
 }
 // The most workspace the heuristic may ask for (cuBLAS recommends 32 MiB on Hopper); the chosen

@@ -86,7 +86,7 @@ std::vector<OpCase> fp8_cases(DType act) {
   // The dequantize + BLAS path's 16-wide form (K and block_k multiples of 16), per-tensor scale.
   v.push_back(matmul_case(act, DType::F8E4M3, Shape{48, 96, 160, false}, 0));
   v.push_back(matmul_case(act, DType::F8E4M3, Shape{17, 136, 72, true}, 128));
-  // Shapes the W8A8 path (gpu.matmul_fp8_w8a8_lt) takes with bf16/f16 activations: M >= 32, no bias,
+  // Shapes the W8A8 path (gpu.matmul_fp8_w8a8_lt) takes with bf16/f16 activations: M >= 8, no bias,
   // N % 16 == 0, K % 128 == 0; M = 37 exercises its padding of M to 4s.
   // K % 128 == 0 with K/128 not a multiple of 4 (5, 3): W's scale rows are copied, zero-padded, to
   // the length cuBLASLt reads (DeepSeek-V2-Lite's shared experts: K = 2816, 22 blocks).
@@ -97,9 +97,9 @@ std::vector<OpCase> fp8_cases(DType act) {
   // and K / 128 = 22 scale columns at M = 33 (V2-Lite's shared experts' down at a small batch).
   for (Shape s : {Shape{48, 200, 256, false}, Shape{128, 256, 384, false}, Shape{33, 128, 2816, false}})
     v.push_back(matmul_case(act, DType::F8E4M3, s, 128));
-  // Small decode batches (8 <= M < 32), which the W8A8 path takes under PORTLLM_W8A8_MIN_ROWS=8 (the
-  // fp8 GEMV by default): M = 8, 16, 24 and, padded to a multiple of 4, 9 and 22; 22 scale columns
-  // (K = 2816) at M = 16.
+  // Small decode batches (8 <= M < 32), which the W8A8 path takes from 8 rows
+  // (PORTLLM_W8A8_MIN_ROWS): M = 8, 16, 24 and, padded to a multiple of 4, 9 and 22; 22 scale
+  // columns (K = 2816) at M = 16.
   for (Shape s : {Shape{8, 256, 384, false}, Shape{9, 128, 512, false}, Shape{16, 128, 2816, false},
                   Shape{22, 384, 256, false}, Shape{24, 256, 640, false}})
     v.push_back(matmul_case(act, DType::F8E4M3, s, 128));

@@ -141,8 +141,8 @@ std::vector<OpCase> matmul_fp8_perf(DType act) {
                         // dequantizing path serves.
                         MatmulShape{64, 3072, 2048, false}, MatmulShape{64, 2048, 2816, false},
                         MatmulShape{64, 2048, 10944, false},
-                        // The same two below 32 rows, where the fp8 GEMV serves them by default
-                        // (PORTLLM_W8A8_MIN_ROWS moves the crossover to cuBLASLt's W8A8).
+                        // The same two below 32 rows, where cuBLASLt's W8A8 serves them from 8 rows
+                        // (PORTLLM_W8A8_MIN_ROWS moves the crossover with the fp8 GEMV).
                         MatmulShape{8, 3072, 2048, false}, MatmulShape{16, 3072, 2048, false},
                         MatmulShape{24, 3072, 2048, false}, MatmulShape{8, 2048, 2816, false},
                         MatmulShape{16, 2048, 2816, false}, MatmulShape{24, 2048, 2816, false}}) {
