@@ -267,8 +267,8 @@ bool supports(const OpDesc& d, const DeviceCaps& c) {
 }  // namespace
 
 void register_matmul_fp8_w8a8_kernels() {
-  // Above gpu.matmul_fp8_dequant_blas (20) and the fp8 GEMV (25, M < 32: the rows below
-  // min_rows(), and the views or K this kernel refuses).
+  // Above gpu.matmul_fp8_dequant_blas (20) and the fp8 GEMV (25, M < 32), which then serve what
+  // this kernel refuses: fewer rows than min_rows(), a bias, other views or K.
   // e4m3 activations: relative rounding error up to 2^-4 per element; on the conformance cases'
   // uniform data the normalized error of the product is ~0.025 (dequantizing paths: ~0.003).
   register_kernel<MatmulArgs>(Op::MATMUL_FP8_BLOCK, kKind, kName, 30, supports, matmul_fp8_w8a8, 4e-2);
