@@ -376,7 +376,7 @@ OpCase down_combine_case(DType act, const DownShape& s) {
 // staging of gate|up (I % 8, the strided view), K chunks (k * I > 8192: 2 x 560, 2 x 704),
 // output slices cut short (H % 8 != 0), every top-k from 1 to 8, fp8 blocks of 128 (partial along
 // H and I) and 48 and per-tensor scales, zero / subnormal fp8 bytes, f32 activations with bf16
-// weights, shared-expert input separate and aliased with out. The GPU kernel takes T <= 4 and
+// weights, shared-expert input separate and aliased with out. That kernel takes T <= 4 and
 // float weights (fp8 only under PORTLLM_MOE_FUSED=fp8): the other cases are NOT_SUPPORTED there
 // (the op sequence serves them) unless that is set.
 std::vector<OpCase> down_combine_cases(DType act) {
@@ -402,6 +402,11 @@ std::vector<OpCase> down_combine_cases(DType act) {
       {1, 16, 4, 64, 128, F8, 128, false, false, false, 0.05},  // zero / subnormal e4m3 bytes
       {2, 8, 2, 256, 256, F8, 128, true, true},    // deepseekv3fp8-tiny's experts, out = shared
       {12, 8, 2, 16, 32, BF, 0, false},            // past the GPU kernel's batch limit
+      // One token at Qwen3-30B-A3B's H and I (16 of its 128 experts; all 256 column slices), f16
+      // with a shared expert at a larger H, and a strided gate_up at one token (element-wise staging).
+      {1, 16, 8, 2048, 768, BF, 0, false},
+      {1, 16, 8, 1000, 512, HF, 0, true},
+      {1, 16, 4, 40, 64, BF, 0, false, false, true},
   };
   for (const DownShape& s : shapes) {
     if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
