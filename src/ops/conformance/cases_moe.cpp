@@ -376,7 +376,7 @@ OpCase down_combine_case(DType act, const DownShape& s) {
 // staging of gate|up (I % 8, the strided view), K chunks (k * I > 8192: 2 x 560, 2 x 704),
 // output slices cut short (H % 8 != 0), every top-k from 1 to 8, fp8 blocks of 128 (partial along
 // H and I) and 48 and per-tensor scales, zero / subnormal fp8 bytes, f32 activations with bf16
-// weights, shared-expert input separate and aliased with out. That kernel takes T <= 4 and
+// weights, shared-expert input separate and aliased with out. The GPU kernel takes T <= 4 and
 // float weights (fp8 only under PORTLLM_MOE_FUSED=fp8): the other cases are NOT_SUPPORTED there
 // (the op sequence serves them) unless that is set.
 std::vector<OpCase> down_combine_cases(DType act) {
