@@ -35,7 +35,7 @@ OpDesc MoeGemmArgs::desc() const {
   d.dim[1] = w.size(1);
   d.dim[2] = w.size(2);
   d.dim[3] = block_k;
-  d.flags = topk_ids.defined() ? 1u : 0u;
+  d.flags = (topk_ids.defined() ? 1u : 0u) | (swiglu ? 2u : 0u);
   return d;
 }
 
@@ -50,7 +50,7 @@ OpDesc MoeDownCombineArgs::desc() const {
   d.dim[2] = w.size(2);
   d.dim[3] = block_k;
   const int64_t k = topk_ids.size(1);
-  d.flags = (shared.defined() ? 1u : 0u) | (uint32_t(k < 255 ? k : 255) << 8);
+  d.flags = (shared.defined() ? 1u : 0u) | (activated ? 2u : 0u) | (uint32_t(k < 255 ? k : 255) << 8);
   return d;
 }
 

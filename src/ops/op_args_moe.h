@@ -10,6 +10,9 @@
 // Small batches may run the experts in two launches instead (ops::moe_experts picks, ops_moe.h):
 //   MOE_GEMM(x, W_gate_up, topk_ids) [gather mode]      -> [T*k, 2I], row t*k+j, no permutation
 //   MOE_DOWN_COMBINE(gate_up, W_down, ids, weights, shared) -> out [T, H]
+// or with the SwiGLU moved into the first GEMM's epilogue (MoeGemmArgs::swiglu):
+//   MOE_GEMM(x, W_gate_up, topk_ids) [gather + swiglu]  -> h [T*k, I]
+//   MOE_DOWN_COMBINE(h, W_down, ids, weights, shared) [activated] -> out [T, H]
 // All index tensors are i32; router scores and weights are f32.
 #pragma once
 #include <cstdint>
@@ -76,8 +79,12 @@ struct MoePermuteArgs {
 // expert_offsets is not read (kernels group the assignments by expert themselves). This is the
 // permutation-free first GEMM of small batches (ops::moe_experts); a kernel that does not
 // implement it must decline flag bit0.
-// dtype[0] = x/out, dtype[1] = W; dim[0] = E, dim[1] = N, dim[2] = K, dim[3] = block_k;
-// flags bit0 = gather mode.
+// SwiGLU epilogue (swiglu, gather mode only): W is a stacked [gate | up] projection, N = 2I, and
+// out [T*k, I] holds h[a, c] = act(silu(act(g)) * act(u)) with g = out column c and u = column
+// I + c of the plain gather GEMM, act() rounding to the out dtype: exactly SILU_MUL's output over
+// the plain GEMM's stored rows. A kernel that does not implement it must decline flag bit1.
+// dtype[0] = x, dtype[1] = W, dtype[2] = out; dim[0] = E, dim[1] = N, dim[2] = K, dim[3] = block_k;
+// flags bit0 = gather mode, bit1 = swiglu.
 struct MoeGemmArgs {
   Tensor out;             // [R, N] ([T*k, N] in gather mode)
   Tensor x;               // [R, K] ([T, K] in gather mode)
@@ -86,6 +93,7 @@ struct MoeGemmArgs {
   Tensor expert_offsets;  // [E + 1] i32 (unused in gather mode)
   int block_n = 0, block_k = 0;
   Tensor topk_ids;        // [T, k] i32: gather mode when defined
+  bool swiglu = false;    // gather mode only: out [T*k, N/2] = SwiGLU of each [gate | up] row
   OpDesc desc() const;
 };
 
@@ -97,17 +105,19 @@ struct MoeGemmArgs {
 //   out[t] = shared[t] (if defined) + sum_j topk_weights[t, j] * (W[topk_ids[t, j]] @ h_a),
 // the sum kept in f32 (no rounding of the per-expert products). out may be the same tensor as
 // shared. W as MOE_GEMM's (float, or fp8 with block scales).
+// activated: gate_up is h itself, [T*k, I] (the output of MOE_GEMM's SwiGLU epilogue), used as is.
 // dtype[0] = gate_up/out, dtype[1] = W; dim[0] = T, dim[1] = H (N), dim[2] = I (K),
-// dim[3] = block_k; flags bit0 = has shared, bits 8..15 = top_k (255 when larger).
+// dim[3] = block_k; flags bit0 = has shared, bit1 = activated, bits 8..15 = top_k (255 when larger).
 struct MoeDownCombineArgs {
   Tensor out;           // [T, H]
-  Tensor gate_up;       // [T*k, 2I]: row t*k+j is [gate | up] of assignment (t, j)
+  Tensor gate_up;       // [T*k, 2I]: row t*k+j is [gate | up] of assignment (t, j) ([T*k, I] h if activated)
   Tensor w;             // [E, H, I] contiguous
   Tensor w_scale;       // fp8: [E, ceil(H/block_n), ceil(I/block_k)] f32 contiguous
   int block_n = 0, block_k = 0;
   Tensor topk_ids;      // [T, k] i32
   Tensor topk_weights;  // [T, k] f32
   Tensor shared;        // [T, H] optional
+  bool activated = false;
   OpDesc desc() const;
 };
 

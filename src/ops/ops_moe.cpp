@@ -19,18 +19,25 @@ void mla_attention(OpContext& ctx, const MlaAttentionArgs& a) { run(ctx, a.desc(
 void moe_experts(OpContext& ctx, const MoeExpertsArgs& a) {
   const int64_t T = a.x.size(0), H = a.x.size(1), k = a.topk_ids.size(1), E = a.gate_up.w.size(0);
   const int64_t I = a.down.w.size(2), R = T * k;
-  // [gate | up] of every (token, slot) assignment: rows t*k+j in the fused path, rows grouped by
-  // expert in the op sequence (R = T*k in both: the permutation is dense, align 1).
-  Tensor gu = ctx.act({R, 2 * I});
-
-  MoeGemmArgs g1{gu, a.x, a.gate_up.w, a.gate_up.scale, Tensor(), a.gate_up.block_n, a.gate_up.block_k, a.topk_ids};
-  MoeDownCombineArgs dc{a.out,          gu,          a.down.w, a.down.scale, a.down.block_n, a.down.block_k,
-                        a.topk_ids,     a.topk_weights, a.shared};
-  if (has_fast_kernel(ctx, g1.desc()) && has_fast_kernel(ctx, dc.desc())) {
+  // The two-launch paths, SwiGLU in the first GEMM's epilogue first: what each launch reads and
+  // writes between them is h [R, I] instead of [gate | up] [R, 2I], and the down kernel's blocks
+  // stage h without re-evaluating the SwiGLU (each reads its token's rows again). Kernel choice
+  // depends on descriptors only, so they are asked before anything is allocated.
+  for (const bool swiglu : {true, false}) {
+    const Tensor shape = Tensor::view_of(nullptr, ctx.act_dtype, {R, swiglu ? I : 2 * I});
+    MoeGemmArgs g1{shape, a.x, a.gate_up.w, a.gate_up.scale, Tensor(), a.gate_up.block_n, a.gate_up.block_k,
+                   a.topk_ids, swiglu};
+    MoeDownCombineArgs dc{a.out,      shape,          a.down.w, a.down.scale, a.down.block_n, a.down.block_k,
+                          a.topk_ids, a.topk_weights, a.shared, swiglu};
+    if (!has_fast_kernel(ctx, g1.desc()) || !has_fast_kernel(ctx, dc.desc())) continue;
+    g1.out = dc.gate_up = ctx.act(shape.shape_vec());
     moe_gemm(ctx, g1);
     moe_down_combine(ctx, dc);
     return;
   }
+
+  // The op sequence: [gate | up] rows grouped by expert (R = T*k: the permutation is dense, align 1).
+  Tensor gu = ctx.act({R, 2 * I});
 
   MoePermuteArgs pa;
   pa.x_sorted = ctx.act({R, H});

@@ -35,8 +35,10 @@ struct MoeExpertsArgs {
 
 // Runs the experts as two launches, MOE_GEMM in gather mode (no permutation) then
 // MOE_DOWN_COMBINE, when the device has non-reference kernels for both at this size (their
-// supports() decide which batches they pay for); otherwise as the op sequence MOE_PERMUTE,
-// MOE_GEMM, SILU_MUL, MOE_GEMM, MOE_COMBINE. Model code calls this and never learns which.
+// supports() decide which batches they pay for): with the SwiGLU in the first GEMM's epilogue
+// (MoeGemmArgs::swiglu, MoeDownCombineArgs::activated) when both kernels take that, else in the
+// down kernel; otherwise as the op sequence MOE_PERMUTE, MOE_GEMM, SILU_MUL, MOE_GEMM,
+// MOE_COMBINE. Model code calls this and never learns which.
 void moe_experts(OpContext& ctx, const MoeExpertsArgs& a);
 
 }  // namespace portllm::ops

@@ -18,7 +18,9 @@
 // Every block re-reads its token's k gate|up rows (k * 2I values, from L2) to stage them: at
 // Qwen3-30B-A3B batch 1 that is 24 KB per block against 98 KB of weights, which is why a block
 // owns 8 columns (2 groups) rather than 4 (twice the staging) or 32 (too few blocks to fill the
-// device: 64 for a 2048-wide output).
+// device: 64 for a 2048-wide output). Activated input (MoeDownCombineArgs::activated, from
+// MOE_GEMM's SwiGLU epilogue) halves that read and drops the SwiGLU evaluation: a block stages
+// w[t, j] * h_j directly.
 //
 // When it pays (supports(); ops::moe_experts runs the op sequence otherwise), measured on the H200
 // (`ops perf -o MOE_DOWN_COMBINE`, graph replay):
@@ -101,7 +103,8 @@ template <class TX> __device__ __forceinline__ float swiglu(float g, float u, fl
   return wt * round_to<TX>(g / (1.f + __expf(-g)) * u);
 }
 
-template <class TX, class TW, bool kVec>
+// kAct: gate_up holds h itself ([T*k, I], MoeDownCombineArgs::activated).
+template <class TX, class TW, bool kVec, bool kAct>
 __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kernel(DownParams p) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
   constexpr int kRowsW = kRowsOf<TW>, kSlice = kSliceOf<TW>;
@@ -238,7 +241,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
           if (i < total) {
             const TX* row = gu + int64_t(i / nv) * p.gu_ld + c0 + (i % nv) * XN;
             gv[b] = *reinterpret_cast<const uint4*>(row);
-            uv[b] = *reinterpret_cast<const uint4*>(row + K);
+            if constexpr (!kAct) uv[b] = *reinterpret_cast<const uint4*>(row + K);
           }
         }
 #pragma unroll
@@ -252,10 +255,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
 #pragma unroll
           for (int qd = 0; qd < XN / 4; ++qd) {
             float4 h;
-            h.x = swiglu<TX>(ld(gs, 4 * qd + 0), ld(us, 4 * qd + 0), wt_s[j]);
-            h.y = swiglu<TX>(ld(gs, 4 * qd + 1), ld(us, 4 * qd + 1), wt_s[j]);
-            h.z = swiglu<TX>(ld(gs, 4 * qd + 2), ld(us, 4 * qd + 2), wt_s[j]);
-            h.w = swiglu<TX>(ld(gs, 4 * qd + 3), ld(us, 4 * qd + 3), wt_s[j]);
+            if constexpr (kAct) {
+              h.x = wt_s[j] * ld(gs, 4 * qd + 0);
+              h.y = wt_s[j] * ld(gs, 4 * qd + 1);
+              h.z = wt_s[j] * ld(gs, 4 * qd + 2);
+              h.w = wt_s[j] * ld(gs, 4 * qd + 3);
+            } else {
+              h.x = swiglu<TX>(ld(gs, 4 * qd + 0), ld(us, 4 * qd + 0), wt_s[j]);
+              h.y = swiglu<TX>(ld(gs, 4 * qd + 1), ld(us, 4 * qd + 1), wt_s[j]);
+              h.z = swiglu<TX>(ld(gs, 4 * qd + 2), ld(us, 4 * qd + 2), wt_s[j]);
+              h.w = swiglu<TX>(ld(gs, 4 * qd + 3), ld(us, 4 * qd + 3), wt_s[j]);
+            }
             *reinterpret_cast<float4*>(hj + x_slot<XV>(kk + 4 * qd, kc_stride)) = h;
           }
         }
@@ -264,7 +274,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
       for (int i = tid; i < k * kc; i += kThreads) {
         const int j = i / kc, kk = i % kc;
         const TX* row = gu + int64_t(j) * p.gu_ld + c0;
-        hs[j * kc_stride + x_slot<XV>(kk, kc_stride)] = swiglu<TX>(ld(row, kk), ld(row, K + kk), wt_s[j]);
+        hs[j * kc_stride + x_slot<XV>(kk, kc_stride)] =
+            kAct ? wt_s[j] * ld(row, kk) : swiglu<TX>(ld(row, kk), ld(row, K + kk), wt_s[j]);
       }
     }
     __syncthreads();
@@ -300,8 +311,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
   }
 }
 
-template <class TX, class TW>
-void launch_typed(const DownParams& p, int64_t T, Stream& s) {
+template <class TX, class TW, bool kAct>
+void launch_act(const DownParams& p, int64_t T, Stream& s) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
   constexpr int64_t ws = int64_t(sizeof(TW)), V = WVec<TW>::V;
   const bool vec = aligned16(p.w) && (p.w_ld * ws) % 16 == 0 && (p.w_es * ws) % 16 == 0 && p.K % V == 0 &&
@@ -309,9 +320,15 @@ void launch_typed(const DownParams& p, int64_t T, Stream& s) {
   const int64_t slices = (p.N + kSliceOf<TW> - 1) / kSliceOf<TW>;
   if (T > 0x7fffffff || slices > 65535) fail("moe_down_combine: problem too large for the grid");
   const dim3 grid{unsigned(T), unsigned(slices)};
-  if (vec) launch_programmatic(s, down_combine_kernel<TX, TW, true>, grid, dim3(kThreads), 0, p);
-  else launch_programmatic(s, down_combine_kernel<TX, TW, false>, grid, dim3(kThreads), 0, p);
+  if (vec) launch_programmatic(s, down_combine_kernel<TX, TW, true, kAct>, grid, dim3(kThreads), 0, p);
+  else launch_programmatic(s, down_combine_kernel<TX, TW, false, kAct>, grid, dim3(kThreads), 0, p);
   check_launch("moe_down_combine");
+}
+
+template <class TX, class TW>
+void launch_typed(const DownParams& p, int64_t T, bool activated, Stream& s) {
+  if (activated) launch_act<TX, TW, true>(p, T, s);
+  else launch_act<TX, TW, false>(p, T, s);
 }
 
 void down_combine(const MoeDownCombineArgs& a, Stream& s) {
@@ -319,10 +336,11 @@ void down_combine(const MoeDownCombineArgs& a, Stream& s) {
   if (a.topk_ids.dtype != DType::I32 || a.topk_weights.dtype != DType::F32 || a.topk_weights.size(0) != T ||
       a.topk_weights.size(1) != k)
     fail("moe_down_combine: topk_ids [T, k] i32 and topk_weights [T, k] f32 expected");
-  if (a.gate_up.size(0) != T * k || a.gate_up.size(1) != 2 * K || a.out.size(0) != T || a.out.size(1) != N ||
+  if (a.gate_up.size(0) != T * k || a.gate_up.size(1) != (a.activated ? K : 2 * K) || a.out.size(0) != T ||
+      a.out.size(1) != N ||
       a.out.dtype != a.gate_up.dtype || (a.shared.defined() && (a.shared.dtype != a.out.dtype ||
                                                                 a.shared.size(0) != T || a.shared.size(1) != N)))
-    fail("moe_down_combine: shapes or dtypes of gate_up [T*k, 2I], W [E, H, I], out / shared [T, H] disagree");
+    fail("moe_down_combine: shapes or dtypes of gate_up [T*k, 2I] ([T*k, I] activated), W [E, H, I], out / shared [T, H] disagree");
   if (k < 1 || k > kMaxK) fail("moe_down_combine: top_k must be in [1, 64]");
   if (T == 0 || N == 0) return;
   DownParams p;
@@ -351,16 +369,17 @@ void down_combine(const MoeDownCombineArgs& a, Stream& s) {
   const int64_t chunks = std::max<int64_t>(1, (K + kc_max - 1) / kc_max);
   p.kc_stride = int(((K + chunks - 1) / chunks + 15) & ~int64_t(15));
   const int64_t xb = int64_t(dtype_size(a.gate_up.dtype));
-  p.vec_x = aligned16(a.gate_up.data) && (p.gu_ld * xb) % 16 == 0 && (K * xb) % 16 == 0;
+  p.vec_x = aligned16(a.gate_up.data) && (p.gu_ld * xb) % 16 == 0 && (K * xb) % 16 == 0;  // the up half too
   if (K >= (int64_t(1) << 31) || N >= (int64_t(1) << 31)) fail("moe_down_combine: H and I must be below 2^31");
   // Weights: fp8, the activation dtype, or (f32 activations) any float dtype.
   dispatch_float(a.gate_up.dtype, [&](auto tx) {
     using TX = typename decltype(tx)::type;
-    if (a.w.dtype == DType::F8E4M3) return launch_typed<TX, uint8_t>(p, T, s);
-    if (a.w.dtype == a.gate_up.dtype) return launch_typed<TX, TX>(p, T, s);
+    const bool act = a.activated;
+    if (a.w.dtype == DType::F8E4M3) return launch_typed<TX, uint8_t>(p, T, act, s);
+    if (a.w.dtype == a.gate_up.dtype) return launch_typed<TX, TX>(p, T, act, s);
     if constexpr (std::is_same_v<TX, float>) {
-      if (a.w.dtype == DType::BF16) return launch_typed<float, gpu_bf16>(p, T, s);
-      if (a.w.dtype == DType::F16) return launch_typed<float, gpu_half>(p, T, s);
+      if (a.w.dtype == DType::BF16) return launch_typed<float, gpu_bf16>(p, T, act, s);
+      if (a.w.dtype == DType::F16) return launch_typed<float, gpu_half>(p, T, act, s);
     }
     fail("moe_down_combine: weights must be fp8, f32 or the activation dtype");
   });

@@ -27,6 +27,13 @@
 // reads x row a_m / k and writes out row a_m. This replaces MOE_PERMUTE's four launches. With
 // 1-row tiles (batch 1) tile b is simply assignment b: no count, no scan.
 //
+// SwiGLU epilogue (gather mode, MoeGemmArgs::swiglu; W = [gate | up], N = 2I): a warp's kRowsW W
+// rows are kRowsW / 2 gate rows c.. and the up rows I + c.. of the same columns, so each output
+// column's gate and up sums end in one warp and it stores h = silu(g) * u, rounded as SILU_MUL
+// would round it after the plain GEMM: out is [T*k, I], half the bytes, and MOE_DOWN_COMBINE's
+// 256 blocks per token read h instead of re-evaluating 8 x 768 SwiGLUs each (Qwen3-30B-A3B).
+// The grid is the plain GEMM's: half the columns per block, as many blocks.
+//
 // No lane ever leaves a loop that a shuffle or barrier follows at a different iteration than its
 // warp (block): loop bounds are warp- or block-uniform and per-lane bounds are predicates; the
 // only shuffles are the final warp_sum calls, reached by every lane of an active warp.
@@ -40,6 +47,7 @@
 #include "backends/gpu/grouped_tile.cuh"
 #include "backends/gpu/moe_gemv_common.cuh"
 #include "backends/gpu/programmatic_launch.cuh"
+#include "backends/gpu/vec_io.cuh"
 #include "ops/op_args_moe.h"
 #include "ops/registry.h"
 
@@ -74,6 +82,7 @@ struct GatherRows {
   int64_t s0 = 0, s1 = 0;
   int k = 1;
   int64_t n = 0;
+  bool swiglu = false;  // the SwiGLU epilogue (moe_gemv_gather only)
   __device__ __forceinline__ int id(int64_t a) const { return ids[(a / k) * s0 + (a % k) * s1]; }
 };
 
@@ -136,10 +145,12 @@ __device__ bool gather_tile(const GatherRows& g, int E, bool stage_ids, int* scr
   return true;
 }
 
-template <class TX, class TW, class TO, int BM, bool kVec>
+template <class TX, class TW, class TO, int BM, bool kVec, bool kSwiGLU>
 __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_kernel(GroupedGemmParams p, GatherRows gr) {
   constexpr bool kFp8 = std::is_same_v<TW, uint8_t>;
-  constexpr int kRowsW = kRowsOf<TW>, kSlice = kSliceOf<TW>;
+  constexpr int kRowsW = kRowsOf<TW>;
+  // Output columns per warp and per block: with the SwiGLU epilogue a column takes two W rows.
+  constexpr int kCols = kSwiGLU ? kRowsW / 2 : kRowsW, kSlice = kWarps * kCols;
   constexpr int V = kVec ? WVec<TW>::V : 1;  // weights per load
   constexpr int XV = kVec ? V : 4;          // x layout (x_slot)
   constexpr int G = XV / 4;                 // float4 groups per load (vector path)
@@ -182,18 +193,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
   __syncthreads();  // x_row / out_row
 
   const int tid = int(threadIdx.x), lane = tid % kWarpSize, warp = tid / kWarpSize;
-  const int64_t N = p.N, K = p.K;
-  const int64_t n0 = int64_t(blockIdx.y) * kSlice + int64_t(warp) * kRowsW;
-  const bool active = n0 < N;  // warp-uniform: a warp past N only helps stage x
-  // Row r of the warp is W row n0 + r of expert e; rows past N are never loaded (rv).
+  const int64_t K = p.K;
+  const int64_t NC = kSwiGLU ? p.N / 2 : p.N;  // output columns
+  const int64_t n0 = int64_t(blockIdx.y) * kSlice + int64_t(warp) * kCols;  // the warp's first
+  const bool active = n0 < NC;  // warp-uniform: a warp past the columns only helps stage x
+  // Row r of the warp is W row n0 + r of expert e (SwiGLU: gate rows n0 + r for r < kCols, then
+  // up rows NC + n0 + r - kCols, up_shift rows further); rows of missing columns are never
+  // loaded (rv).
   const TW* w0 = static_cast<const TW*>(p.w) + int64_t(e) * p.w_es + (active ? n0 : 0) * p.w_ld;
+  const int64_t up_shift = kSwiGLU ? (NC - kCols) * p.w_ld : 0;
   const float* s_e = kFp8 ? p.scale + int64_t(e) * p.s_es : nullptr;
   int soff[kRowsW];  // fp8: offset of each row's scale row in s_e (the scale tensor is small)
-  bool rv[kRowsW];   // W row exists (n < N)
+  bool rv[kRowsW];   // W row exists (its column is < NC)
 #pragma unroll
   for (int r = 0; r < kRowsW; ++r) {
-    rv[r] = n0 + r < N;
-    soff[r] = kFp8 && rv[r] ? int(((n0 + r) / p.block_n) * p.s_s0) : 0;
+    const int64_t c = n0 + r % kCols, row = c + (r >= kCols ? NC : 0);
+    rv[r] = c < NC;
+    soff[r] = kFp8 && rv[r] ? int((row / p.block_n) * p.s_s0) : 0;
   }
 
   float acc[BM][kRowsW];
@@ -223,7 +239,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
 #pragma unroll
         for (int r = 0; r < kRowsW; ++r) {
           const bool in = ok && rv[r];
-          const TW* src = w0 + r * p.w_ld + k;
+          const TW* src = w0 + r * p.w_ld + (r >= kCols ? up_shift : 0) + k;
           if constexpr (kVec) raw[u][r] = in ? load_weight16(src, p.l2_evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
           else raw[u][r] = in ? *src : Raw{};
           if constexpr (kFp8) sc[u][r] = in ? s_e[soff[r] + sk] : 0.f;
@@ -300,15 +316,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
   if (!active) return;  // warp-uniform, after the last barrier
   constexpr float kOutScale = kFp8 ? 1.f / 256.f : 1.f;  // fp8 weights were decoded times 256
   TO* out = static_cast<TO*>(p.out);
+  if constexpr (kSwiGLU) {
 #pragma unroll
-  for (int m = 0; m < BM; ++m) {
-    if (m >= rows) break;  // block-uniform
+    for (int m = 0; m < BM; ++m) {
+      if (m >= rows) break;  // block-uniform
 #pragma unroll
-    for (int r = 0; r < kRowsW; ++r) {
-      const float v = warp_sum(acc[m][r]);  // every lane of the warp gets the sum
-      const int64_t n = n0 + r;
-      if (rv[r] && lane == (m * kRowsW + r) % kWarpSize)
-        out[out_row[m] * p.out_ld + n] = cvt<TO>(v * kOutScale + (p.bias ? p.bias[n] : 0.f));
+      for (int r = 0; r < kCols; ++r) {
+        // g and u as the plain GEMM would store them, then SILU_MUL's arithmetic (pointwise.cu).
+        const float g = round_to<TO>(warp_sum(acc[m][r]) * kOutScale);
+        const float u = round_to<TO>(warp_sum(acc[m][r + kCols]) * kOutScale);
+        if (rv[r] && lane == (m * kCols + r) % kWarpSize)
+          out[out_row[m] * p.out_ld + n0 + r] = cvt<TO>(g / (1.f + __expf(-g)) * u);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int m = 0; m < BM; ++m) {
+      if (m >= rows) break;  // block-uniform
+#pragma unroll
+      for (int r = 0; r < kRowsW; ++r) {
+        const float v = warp_sum(acc[m][r]);  // every lane of the warp gets the sum
+        const int64_t n = n0 + r;
+        if (rv[r] && lane == (m * kRowsW + r) % kWarpSize)
+          out[out_row[m] * p.out_ld + n] = cvt<TO>(v * kOutScale + (p.bias ? p.bias[n] : 0.f));
+      }
     }
   }
 }
@@ -316,14 +347,25 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
 template <class TX, class TW, class TO, int BM>
 void launch_bm(const GroupedGemmParams& p, const GatherRows& gr, bool vec, Stream& s) {
   const int64_t tiles = p.expert_offsets || gr.ids ? grouped_tile_bound(p.rows, p.num_experts, BM) : (p.rows + BM - 1) / BM;
-  const int64_t slices = (p.N + kSliceOf<TW> - 1) / kSliceOf<TW>;
+  const int64_t slices = (p.N + kSliceOf<TW> - 1) / kSliceOf<TW>;  // SwiGLU: N / 2 columns, half per block
   if (tiles <= 0 || slices <= 0) return;
   if (tiles > 0x7fffffff || slices > 65535) fail("grouped gemv: problem too large for the grid");
   const dim3 grid{unsigned(tiles), unsigned(slices)};
   GroupedGemmParams q = p;
   q.l2_evict_first = l2_evict_first();
-  if (vec) launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, true>, grid, dim3(kThreads), 0, q, gr);
-  else launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, false>, grid, dim3(kThreads), 0, q, gr);
+  if (gr.swiglu) {
+    // Only gather mode with out in the activation dtype takes the epilogue (moe_gemv_gather).
+    if constexpr (std::is_same_v<TO, TX>) {
+      if (vec) launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, true, true>, grid, dim3(kThreads), 0, q, gr);
+      else launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, false, true>, grid, dim3(kThreads), 0, q, gr);
+    } else {
+      fail("grouped gemv: the SwiGLU epilogue writes the activation dtype");
+    }
+  } else if (vec) {
+    launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, true, false>, grid, dim3(kThreads), 0, q, gr);
+  } else {
+    launch_programmatic(s, grouped_gemv_kernel<TX, TW, TO, BM, false, false>, grid, dim3(kThreads), 0, q, gr);
+  }
   check_launch("grouped_gemv");
 }
 
@@ -372,8 +414,10 @@ void launch_gemv(const GroupedGemmParams& p, const GatherRows& gr, Stream& s) {
 void moe_gemv_gather(const MoeGemmArgs& a, Stream& s) {
   const int64_t T = a.topk_ids.size(0), k = a.topk_ids.size(1), E = a.w.size(0), N = a.w.size(1), K = a.w.size(2);
   if (a.topk_ids.dtype != DType::I32 || a.topk_ids.ndim != 2) fail("moe_gemm (gather): topk_ids must be [T, k] i32");
-  if (a.x.size(0) != T || a.x.size(1) != K || a.out.size(0) != T * k || a.out.size(1) != N)
-    fail("moe_gemm (gather): shapes of x [T, K], W [E, N, K], out [T*k, N] disagree");
+  if (a.x.size(0) != T || a.x.size(1) != K || a.out.size(0) != T * k || a.out.size(1) != (a.swiglu ? N / 2 : N))
+    fail("moe_gemm (gather): shapes of x [T, K], W [E, N, K], out [T*k, N] ([T*k, N/2] with SwiGLU) disagree");
+  if (a.swiglu && (N % 2 != 0 || a.out.dtype != a.x.dtype))
+    fail("moe_gemm (gather, SwiGLU): N must be even and out in the activation dtype");
   if (T == 0 || k == 0 || E == 0 || N == 0) return;
   if (E > kXFloats || T * k > 0x7fffffff) fail("moe_gemm (gather): too many experts or rows");
   GroupedGemmParams p = moe_gemm_io_params(a, "moe_gemm (gather)");  // expert_offsets stays null:
@@ -384,7 +428,15 @@ void moe_gemv_gather(const MoeGemmArgs& a, Stream& s) {
   gr.s1 = a.topk_ids.strides[1];
   gr.k = int(k);
   gr.n = T * k;
+  gr.swiglu = a.swiglu;
   launch_gemv(p, gr, s);
+}
+
+// PORTLLM_MOE_SWIGLU=0 declines the SwiGLU epilogue: ops::moe_experts then runs the plain gather
+// GEMM and MOE_DOWN_COMBINE evaluates the SwiGLU (A/B measurements).
+bool swiglu_epilogue_on() {
+  static const bool on = env_switch("PORTLLM_MOE_SWIGLU", {"0", "1"}, 1) == 1;
+  return on;
 }
 
 void moe_gemv(const MoeGemmArgs& a, Stream& s) {
@@ -398,7 +450,9 @@ void moe_gemv(const MoeGemmArgs& a, Stream& s) {
 bool moe_gemv_supports(const OpDesc& d, const DeviceCaps&) {
   const DType x = d.dtype[0], w = d.dtype[1], o = d.dtype[2];
   const bool gather = d.flags & 1u;  // gather mode counts assignments per expert in the x staging area
-  return (d.flags & ~1u) == 0 && (!gather || d.dim[0] <= kXFloats) && is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) &&
+  const bool swiglu = d.flags & 2u;  // gather mode only, N even
+  if (swiglu && (!gather || d.dim[1] % 2 != 0 || !swiglu_epilogue_on())) return false;
+  return (d.flags & ~3u) == 0 && (!gather || d.dim[0] <= kXFloats) && is_gpu_float(x) && o == x && (is_gpu_float(w) || w == DType::F8E4M3) &&
          d.dim[1] < (int64_t(1) << 31) && d.dim[2] < (int64_t(1) << 31) &&
          d.dim[1] <= int64_t(65535) * kSliceOf<uint8_t>;  // the narrowest slice
 }

@@ -2,9 +2,10 @@
 // grouped softmax / biased sigmoid with 1..8 groups; logits with exact ties and NaN logits), permutation with
 // dense and aligned segments, grouped GEMMs with empty experts, odd sizes and fp8 block / per-tensor scales
 // (prefill-sized, decode-sized: 1..64 rows, the GPU's grouped GEMV, and uneven experts under each
-// tile height of the GPU's tensor-core kernel) and in gather mode (rows = top-k assignments), the
-// weighted combine with and without shared-expert input, and the fused down projection +
-// combine (MOE_DOWN_COMBINE; plus its perf cases). Sizes stay small enough that the
+// tile height of the GPU's tensor-core kernel) and in gather mode (rows = top-k assignments; plain
+// and with the SwiGLU epilogue), the weighted combine with and without shared-expert input, and
+// the fused down projection + combine (MOE_DOWN_COMBINE, from gate|up rows or activated ones;
+// plus its perf cases). Sizes stay small enough that the
 // scalar reference runs the whole sweep in seconds.
 #include <algorithm>
 #include <cmath>
@@ -277,11 +278,14 @@ std::vector<OpCase> gemm_cases(DType act) {
 // experts per token, x holds the T token rows. Covers the GPU GEMV's gather lookup: tile heights
 // 1/2/4/8 (n = 1, 2, 3-4, >= 5), experts with more than 8 rows (several tiles), scans over more
 // than 256 experts, ids staged in shared memory and, past 8192 - E assignments, read from global
-// memory; the vector and element-wise weight paths, x in K chunks, f32 / fp8 weights.
+// memory; the vector and element-wise weight paths, x in K chunks, f32 / fp8 weights. swiglu:
+// the SwiGLU epilogue (out [T*k, N/2]): gate and up rows in different fp8 scale blocks, the last
+// column slice part empty, every tile height, Qwen3-30B-A3B's gate_up at one token.
 struct GatherShape {
   int T, E, k, N, K;
   DType wt;
   int block;
+  bool swiglu = false;
 };
 
 std::vector<OpCase> gather_gemm_cases(DType act) {
@@ -301,6 +305,16 @@ std::vector<OpCase> gather_gemm_cases(DType act) {
       {3, 8, 2, 136, 200, F8, 128},    // fp8, K % 16 != 0: element-wise
       {2, 16, 2, 64, 96, F8, 0},       // fp8 per-tensor scale
       {4, 8, 2, 100, 160, F8, 48},     // fp8 48x48 blocks
+      {1, 128, 8, 96, 128, BF, 0, true},     // SwiGLU: Qwen3-MoE at batch 1 in miniature
+      {1, 16, 8, 1536, 2048, BF, 0, true},   // ... at Qwen3-30B-A3B's sizes (16 of its 128 experts)
+      {2, 16, 2, 42, 24, HF, 0, true},       // two rows, 21 columns: the second slice part empty
+      {4, 16, 3, 26, 7, BF, 0, true},        // K % 8 != 0: element-wise
+      {8, 128, 8, 80, 128, BF, 0, true},     // 8-row tiles
+      {5, 6, 2, 64, 2600, BF, 0, true},      // x in K chunks
+      {3, 32, 4, 66, 36, FP, 0, true},       // f32 weights
+      {2, 32, 4, 400, 384, F8, 128, true},   // fp8 blocks: up rows start inside block 1
+      {3, 8, 2, 136, 200, F8, 128, true},    // fp8 element-wise
+      {2, 16, 2, 96, 96, F8, 0, true},       // fp8 per-tensor scale
   };
   for (const GatherShape& s : shapes) {
     if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
@@ -309,17 +323,19 @@ std::vector<OpCase> gather_gemm_cases(DType act) {
     const int bn = fp8 ? (s.block ? s.block : s.N) : 0, bk = fp8 ? (s.block ? s.block : s.K) : 0;
     OpCase c;
     c.op = Op::MOE_GEMM;
-    c.name = fmt::format("gather T={} E={} k={} N={} K={} w={}{}", s.T, s.E, s.k, s.N, s.K, dtype_name(s.wt),
-                         fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "");
+    c.name = fmt::format("gather T={} E={} k={} N={} K={} w={}{}{}", s.T, s.E, s.k, s.N, s.K, dtype_name(s.wt),
+                         fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "",
+                         s.swiglu ? " swiglu" : "");
     Tensor x = r.tensor(act, {s.T, s.K});
     const ExpertWeights ew = expert_weights(r, s.wt, s.E, s.N, s.K, bn, bk);
-    c.tensors = {CaseRng::filled(act, {s.T * s.k, s.N}, kNaN), x, ew.w, ew.scale,
+    c.tensors = {CaseRng::filled(act, {s.T * s.k, s.swiglu ? s.N / 2 : s.N}, kNaN), x, ew.w, ew.scale,
                  r.ints(random_topk(r, s.T, s.E, s.k), {s.T, s.k})};
     c.outputs = {0};
     c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
     if (fp8) c.tol = 2e-2;
-    c.invoke = [bn, bk](const std::vector<Tensor>& t, const ArgsSink& sink) {
-      MoeGemmArgs a{t[0], t[1], t[2], t[3], Tensor(), bn, bk, t[4]};
+    const bool swiglu = s.swiglu;
+    c.invoke = [bn, bk, swiglu](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      MoeGemmArgs a{t[0], t[1], t[2], t[3], Tensor(), bn, bk, t[4], swiglu};
       sink(a.desc(), &a);
     };
     v.push_back(std::move(c));
@@ -330,7 +346,8 @@ std::vector<OpCase> gather_gemm_cases(DType act) {
 // MOE_DOWN_COMBINE: T tokens with k random distinct experts each, gate|up rows per assignment.
 // wmax: range of fp8 weights (small: many zero / subnormal bytes). alias: out is the shared
 // tensor itself (the model passes it so). strided: gate_up is a view with an odd row stride (no
-// 16-byte loads of it, while W keeps them).
+// 16-byte loads of it, while W keeps them). activated: gate_up is h [T*k, I] (MOE_GEMM's SwiGLU
+// epilogue wrote it).
 struct DownShape {
   int T, E, k, H, I;
   DType wt;
@@ -339,19 +356,22 @@ struct DownShape {
   bool alias = false;
   bool strided = false;
   double wmax = 448;
+  bool activated = false;
 };
 
 OpCase down_combine_case(DType act, const DownShape& s) {
-  CaseRng r(uint64_t(s.T * 977 + s.E * 31 + s.k * 13 + s.H * 3 + s.I + int(s.wt) + s.shared + 2 * s.alias));
+  CaseRng r(uint64_t(s.T * 977 + s.E * 31 + s.k * 13 + s.H * 3 + s.I + int(s.wt) + s.shared + 2 * s.alias +
+                     4 * s.activated));
   const bool fp8 = s.wt == F8;
   const int bn = fp8 ? (s.block ? s.block : s.H) : 0, bk = fp8 ? (s.block ? s.block : s.I) : 0;
   OpCase c;
   c.op = Op::MOE_DOWN_COMBINE;
-  c.name = fmt::format("T={} E={} k={} H={} I={} w={}{}{}{}{}{}", s.T, s.E, s.k, s.H, s.I, dtype_name(s.wt),
+  c.name = fmt::format("T={} E={} k={} H={} I={} w={}{}{}{}{}{}{}", s.T, s.E, s.k, s.H, s.I, dtype_name(s.wt),
                        fp8 ? (s.block ? fmt::format(" block{}", s.block) : std::string(" per-tensor")) : "",
                        fp8 && s.wmax != 448 ? fmt::format(" wmax={}", s.wmax) : std::string(),
-                       s.shared ? " shared" : "", s.alias ? " (out = shared)" : "", s.strided ? " strided" : "");
-  const int64_t gu_cols = 2 * int64_t(s.I) + (s.strided ? 1 : 0);
+                       s.shared ? " shared" : "", s.alias ? " (out = shared)" : "", s.strided ? " strided" : "",
+                       s.activated ? " activated" : "");
+  const int64_t cols = (s.activated ? 1 : 2) * int64_t(s.I), gu_cols = cols + (s.strided ? 1 : 0);
   Tensor shared = s.shared ? r.tensor(act, {s.T, s.H}) : Tensor();
   Tensor gate_up = r.tensor(act, {int64_t(s.T) * s.k, gu_cols}, -3, 3);
   const ExpertWeights ew = expert_weights(r, s.wt, s.E, s.H, s.I, bn, bk, s.wmax);
@@ -362,11 +382,9 @@ OpCase down_combine_case(DType act, const DownShape& s) {
   c.outputs = {0};
   c.tol = std::max(default_tolerance(act), default_tolerance(s.wt == DType::F32 || fp8 ? act : s.wt));
   if (fp8) c.tol = 2e-2;
-  const bool alias = s.alias;
-  const int I = s.I;
-  c.invoke = [bn, bk, alias, I](const std::vector<Tensor>& t, const ArgsSink& sink) {
-    MoeDownCombineArgs a{t[0], t[1].slice(1, 0, 2 * int64_t(I)), t[2], t[3], bn, bk, t[4], t[5],
-                         alias ? t[0] : t[6]};
+  const bool alias = s.alias, activated = s.activated;
+  c.invoke = [bn, bk, alias, activated, cols](const std::vector<Tensor>& t, const ArgsSink& sink) {
+    MoeDownCombineArgs a{t[0], t[1].slice(1, 0, cols), t[2], t[3], bn, bk, t[4], t[5], alias ? t[0] : t[6], activated};
     sink(a.desc(), &a);
   };
   return c;
@@ -407,6 +425,17 @@ std::vector<OpCase> down_combine_cases(DType act) {
       {1, 16, 8, 2048, 768, BF, 0, false},
       {1, 16, 8, 1000, 512, HF, 0, true},
       {1, 16, 4, 40, 64, BF, 0, false, false, true},
+      // Activated input (h from MOE_GEMM's SwiGLU epilogue): the vector and element-wise staging,
+      // K chunks, a strided view, fp8 blocks, f32 weights, out = shared, Qwen3-30B-A3B's sizes.
+      {1, 128, 8, 96, 128, BF, 0, false, false, false, 448, true},
+      {1, 16, 8, 2048, 768, BF, 0, false, false, false, 448, true},
+      {3, 16, 2, 13, 7, BF, 0, true, false, false, 448, true},
+      {2, 16, 8, 32, 1100, BF, 0, false, false, false, 448, true},
+      {3, 8, 3, 40, 64, BF, 0, false, false, true, 448, true},
+      {1, 64, 6, 72, 176, BF, 0, true, true, false, 448, true},
+      {3, 12, 3, 20, 36, FP, 0, true, false, false, 448, true},
+      {1, 16, 8, 256, 384, F8, 128, true, false, false, 448, true},
+      {2, 8, 3, 100, 160, F8, 48, true, false, false, 448, true},
   };
   for (const DownShape& s : shapes) {
     if (act != DType::F32 && s.wt != act && s.wt != F8) continue;
@@ -416,16 +445,17 @@ std::vector<OpCase> down_combine_cases(DType act) {
 }
 
 // Perf cases: Qwen3-30B-A3B's down projection (128 experts, top 8, H 2048, I 768) at 1 and 4
-// tokens, DeepSeek-V2-Lite's (64 experts, top 6, H 2048, I 1408, shared expert) at 1 token in
+// tokens (and at 1 from activated rows, the SwiGLU-epilogue path), DeepSeek-V2-Lite's (64 experts, top 6, H 2048, I 1408, shared expert) at 1 token in
 // bf16 and block-fp8 (the GPU kernel times fp8 only under PORTLLM_MOE_FUSED=fp8). What the fused
 // kernel replaces at batch 1: SILU_MUL, MOE_GEMM down (`ops perf -o MOE_GEMM`, "tokens=1 ...
 // N=2048 K=768") and MOE_COMBINE. Least bytes: the weights (and scales) of the distinct experts
-// chosen, gate|up read once, out (and shared).
+// chosen, gate|up (or h) read once, out (and shared).
 std::vector<OpCase> down_combine_perf(DType act) {
   if (act == DType::F32) return {};
   std::vector<OpCase> v;
-  struct S { const char* what; int E, k, H, I; DType wt; bool shared; std::vector<int> tokens; };
+  struct S { const char* what; int E, k, H, I; DType wt; bool shared; std::vector<int> tokens; bool activated = false; };
   const S shapes[] = {{"Qwen3-30B-A3B", 128, 8, 2048, 768, act, false, {1, 4}},
+                      {"Qwen3-30B-A3B", 128, 8, 2048, 768, act, false, {1}, true},
                       {"DeepSeek-V2-Lite", 64, 6, 2048, 1408, act, true, {1}},
                       {"DeepSeek-V2-Lite", 64, 6, 2048, 1408, F8, true, {1}}};
   for (const S& s : shapes) {
@@ -440,19 +470,22 @@ std::vector<OpCase> down_combine_perf(DType act) {
       const double n_used = double(std::count(used.begin(), used.end(), true));
       OpCase c;
       c.op = Op::MOE_DOWN_COMBINE;
-      c.name = fmt::format("{} down tokens={} experts used={}/{} H={} I={} w={}{}", s.what, T, int(n_used), s.E, s.H,
-                           s.I, fp8 ? "f8_e4m3 block128" : dtype_name(act), s.shared ? " shared" : "");
-      c.tensors = {CaseRng::filled(act, {T, s.H}, kNaN), r.tensor(act, {T * s.k, 2 * s.I}, -3, 3), w, scale,
+      c.name = fmt::format("{} down tokens={} experts used={}/{} H={} I={} w={}{}{}", s.what, T, int(n_used), s.E, s.H,
+                           s.I, fp8 ? "f8_e4m3 block128" : dtype_name(act), s.shared ? " shared" : "",
+                           s.activated ? " activated" : "");
+      const int gu_cols = (s.activated ? 1 : 2) * s.I;
+      c.tensors = {CaseRng::filled(act, {T, s.H}, kNaN), r.tensor(act, {T * s.k, gu_cols}, -3, 3), w, scale,
                    r.ints(ids, {T, s.k}), r.tensor(DType::F32, {T, s.k}, 0, 1),
                    s.shared ? r.tensor(act, {T, s.H}) : Tensor()};
       c.outputs = {0};
       const double as = double(dtype_size(act));
       c.bytes = n_used * s.H * s.I * double(dtype_size(s.wt)) + (fp8 ? n_used * SN * SK * 4 : 0.0) +
-                double(T) * s.k * 2 * s.I * as + double(T) * s.H * as * (s.shared ? 2 : 1);
+                double(T) * s.k * gu_cols * as + double(T) * s.H * as * (s.shared ? 2 : 1);
       c.flops = 2.0 * T * s.k * s.H * s.I;
       const int blk = fp8 ? bl : 0;
-      c.invoke = [blk](const std::vector<Tensor>& t, const ArgsSink& sink) {
-        MoeDownCombineArgs a{t[0], t[1], t[2], t[3], blk, blk, t[4], t[5], t[6]};
+      const bool activated = s.activated;
+      c.invoke = [blk, activated](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        MoeDownCombineArgs a{t[0], t[1], t[2], t[3], blk, blk, t[4], t[5], t[6], activated};
         sink(a.desc(), &a);
       };
       v.push_back(std::move(c));

@@ -247,7 +247,7 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
       }
       const int R = off.back();
       // tensors: out, x, w, w_scale, expert_offsets, topk_ids (the absent mode's left undefined)
-      auto add = [&](std::string name, std::vector<Tensor> tensors, double bytes, double rows) {
+      auto add = [&](std::string name, std::vector<Tensor> tensors, double bytes, double rows, bool swiglu = false) {
         OpCase c;
         c.op = Op::MOE_GEMM;
         c.name = std::move(name);
@@ -255,7 +255,7 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
         c.outputs = {0};
         c.bytes = bytes;
         c.flops = 2.0 * rows * N * K;
-        c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        c.invoke = [swiglu](const std::vector<Tensor>& t, const ArgsSink& sink) {
           MoeGemmArgs a;
           a.out = t[0];
           a.x = t[1];
@@ -263,6 +263,7 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
           a.w_scale = t[3];
           a.expert_offsets = t[4];
           a.topk_ids = t[5];
+          a.swiglu = swiglu;
           sink(a.desc(), &a);
         };
         v.push_back(std::move(c));
@@ -280,6 +281,11 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
             {CaseRng::filled(act, {topk, N}, kNaN), r.tensor(act, {1, K}), expert_weights(r, act, E, N, K, 0, 0).w, Tensor(),
              Tensor(), r.ints(ids, {1, topk})},
             (double(topk) * N * K + double(topk) * N + double(K)) * es, topk);
+        if (N == 1536)  // gate_up with the SwiGLU epilogue: out [k, N/2]
+          add(fmt::format("gather swiglu tokens=1 k={} N={} K={} w={}", topk, N, K, dtype_name(act)),
+              {CaseRng::filled(act, {topk, N / 2}, kNaN), r.tensor(act, {1, K}), expert_weights(r, act, E, N, K, 0, 0).w,
+               Tensor(), Tensor(), r.ints(ids, {1, topk})},
+              (double(topk) * N * K + double(topk) * N / 2 + double(K)) * es, topk, true);
       }
     }
   }

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/error.h"
 #include "ops/op_args_moe.h"
 #include "ops/ref/moe_route_math.h"
 #include "ops/ref/ref_kernels.h"
@@ -84,15 +85,29 @@ double expert_w(const Tensor& w, const Tensor& scale, int block_n, int block_k, 
   return v;
 }
 
+// SILU_MUL of one stored [gate | up] pair: g and u as the out dtype holds them (put rounds h).
+double silu_mul_of(DType t, double g, double u) {
+  g = round_to(t, g);
+  return g / (1.0 + std::exp(-g)) * round_to(t, u);
+}
+
 void gemm(const MoeGemmArgs& a, Stream&) {
   const int64_t E = a.w.size(0), N = a.w.size(1), K = a.w.size(2);
+  if (a.swiglu && (!a.topk_ids.defined() || N % 2 != 0))
+    PL_THROW("moe_gemm: the SwiGLU epilogue needs gather mode and an even N (stacked gate | up)");
+  std::vector<double> acc(static_cast<size_t>(N));
   // Row r of x against W[e] into row o of out.
   auto row = [&](int64_t e, int64_t r, int64_t o) {
     for (int64_t n = 0; n < N; ++n) {
-      double acc = 0;
-      for (int64_t kk = 0; kk < K; ++kk) acc += at(a.x, r, kk) * expert_w(a.w, a.w_scale, a.block_n, a.block_k, e, n, kk);
-      put(a.out, o, n, acc);
+      acc[size_t(n)] = 0;
+      for (int64_t kk = 0; kk < K; ++kk)
+        acc[size_t(n)] += at(a.x, r, kk) * expert_w(a.w, a.w_scale, a.block_n, a.block_k, e, n, kk);
     }
+    if (!a.swiglu) {
+      for (int64_t n = 0; n < N; ++n) put(a.out, o, n, acc[size_t(n)]);
+      return;
+    }
+    for (int64_t c = 0; c < N / 2; ++c) put(a.out, o, c, silu_mul_of(a.out.dtype, acc[size_t(c)], acc[size_t(N / 2 + c)]));
   };
   if (a.topk_ids.defined()) {  // gather mode: assignment t*k+j reads token row t
     const int64_t T = a.topk_ids.size(0), k = a.topk_ids.size(1);
@@ -110,11 +125,14 @@ void down_combine(const MoeDownCombineArgs& a, Stream&) {
   const int64_t T = a.topk_ids.size(0), k = a.topk_ids.size(1), H = a.w.size(1), I = a.w.size(2);
   std::vector<double> h(static_cast<size_t>(k * I)), acc(static_cast<size_t>(H));
   for (int64_t t = 0; t < T; ++t) {
-    // SwiGLU of each assignment, rounded to the activation dtype as SILU_MUL's output would be.
+    // SwiGLU of each assignment, rounded to the activation dtype as SILU_MUL's output would be
+    // (activated: the rows are that already).
     for (int64_t j = 0; j < k; ++j)
       for (int64_t i = 0; i < I; ++i) {
-        const double g = at(a.gate_up, t * k + j, i), u = at(a.gate_up, t * k + j, I + i);
-        h[size_t(j * I + i)] = round_to(a.gate_up.dtype, g / (1.0 + std::exp(-g)) * u);
+        const int64_t row = t * k + j;
+        h[size_t(j * I + i)] = a.activated ? at(a.gate_up, row, i)
+                                           : round_to(a.gate_up.dtype, silu_mul_of(a.gate_up.dtype, at(a.gate_up, row, i),
+                                                                                   at(a.gate_up, row, I + i)));
       }
     for (int64_t n = 0; n < H; ++n) acc[size_t(n)] = a.shared.defined() ? at(a.shared, t, n) : 0.0;
     for (int64_t j = 0; j < k; ++j) {
