@@ -266,7 +266,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
     if (c0 > 0 && active && q < nsteps) load(raw0, sc0, hr0, q);  // the first weights are in flight while h is staged
     if (!direct) __syncthreads();                          // every warp is done with the previous chunk
     if (direct) {
-      // nothing to stage
+      // h comes with each step's weights (load_h): nothing to stage, no barriers
     } else if (p.vec_x) {
       // 16-byte loads of gate and up (I, the row stride and c0 keep them aligned), a few per
       // thread issued before any is used, then float4 stores (four consecutive kk from a
