@@ -369,7 +369,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kForm>)
         for (int s2 = 1; s2 < split; ++s2) v += part[warp + s2][m][r];
         gu[r] = round_to<T>(v);
       }
-      out[int64_t(m) * out_ld + n0] = cvt<TO>(gu[0] / (1.f + __expf(-gu[0])) * gu[1]);  // SILU_MUL's formula
+      out[int64_t(m) * out_ld + n0] = cvt<TO>(silu_times(gu[0], gu[1]));
     } else {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {

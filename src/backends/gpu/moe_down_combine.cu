@@ -102,10 +102,11 @@ struct DownParams {
   bool l2_evict_first = true;  // the weight loads' L2 policy (load_weight16)
 };
 
-// silu(g) * u exactly as pointwise.cu's SILU_MUL computes it, rounded to TX, times the slot's
-// routing weight.
-template <class TX> __device__ __forceinline__ float swiglu(float g, float u, float wt) {
-  return wt * round_to<TX>(g / (1.f + __expf(-g)) * u);
+// The staged value of element i of a slot: its routing weight times h_i = silu(g_i) * u_i rounded
+// to TX, exactly SILU_MUL's output (kAct: g is h itself).
+template <class TX, bool kAct> __device__ __forceinline__ float staged(const TX* g, const TX* u, int i, float wt) {
+  if constexpr (kAct) return wt * ld(g, i);
+  else return wt * round_to<TX>(silu_times(ld(g, i), ld(u, i)));
 }
 
 // kAct: gate_up holds h itself ([T*k, I], MoeDownCombineArgs::activated).
@@ -264,62 +265,53 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW>) down_combine_kerne
     };
 
     if (c0 > 0 && active && q < nsteps) load(raw0, sc0, hr0, q);  // the first weights are in flight while h is staged
-    if (!direct) __syncthreads();                          // every warp is done with the previous chunk
-    if (direct) {
-      // h comes with each step's weights (load_h): nothing to stage, no barriers
-    } else if (p.vec_x) {
-      // 16-byte loads of gate and up (I, the row stride and c0 keep them aligned), a few per
-      // thread issued before any is used, then float4 stores (four consecutive kk from a
-      // multiple of 4 are consecutive in x_slot).
-      constexpr int XN = 16 / int(sizeof(TX));
-      constexpr int kBatch = kFp8 ? 2 : 4;  // fp8 kernels live in 80 registers
-      const int nv = kc / XN, total = k * nv;
-      for (int i0 = tid; i0 < total; i0 += kBatch * kThreads) {
-        uint4 gv[kBatch], uv[kBatch];
+    if (!direct) {  // direct: h comes with each step's weights (load_h), nothing to stage
+      __syncthreads();  // every warp is done with the previous chunk
+      if (p.vec_x) {
+        // 16-byte loads of gate and up (I, the row stride and c0 keep them aligned), a few per
+        // thread issued before any is used, then float4 stores (four consecutive kk from a
+        // multiple of 4 are consecutive in x_slot).
+        constexpr int XN = 16 / int(sizeof(TX));
+        constexpr int kBatch = kFp8 ? 2 : 4;  // fp8 kernels live in 80 registers
+        const int nv = kc / XN, total = k * nv;
+        for (int i0 = tid; i0 < total; i0 += kBatch * kThreads) {
+          uint4 gv[kBatch], uv[kBatch];
 #pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          const int i = i0 + b * kThreads;
-          if (i < total) {
-            const TX* row = gu + int64_t(i / nv) * p.gu_ld + c0 + (i % nv) * XN;
-            gv[b] = *reinterpret_cast<const uint4*>(row);
-            if constexpr (!kAct) uv[b] = *reinterpret_cast<const uint4*>(row + K);
-          }
-        }
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          const int i = i0 + b * kThreads;
-          if (i >= total) break;
-          const int j = i / nv, kk = (i % nv) * XN;
-          const TX* gs = reinterpret_cast<const TX*>(&gv[b]);
-          const TX* us = reinterpret_cast<const TX*>(&uv[b]);
-          float* hj = hs + j * kc_stride;
-#pragma unroll
-          for (int qd = 0; qd < XN / 4; ++qd) {
-            float4 h;
-            if constexpr (kAct) {
-              h.x = wt_s[j] * ld(gs, 4 * qd + 0);
-              h.y = wt_s[j] * ld(gs, 4 * qd + 1);
-              h.z = wt_s[j] * ld(gs, 4 * qd + 2);
-              h.w = wt_s[j] * ld(gs, 4 * qd + 3);
-            } else {
-              h.x = swiglu<TX>(ld(gs, 4 * qd + 0), ld(us, 4 * qd + 0), wt_s[j]);
-              h.y = swiglu<TX>(ld(gs, 4 * qd + 1), ld(us, 4 * qd + 1), wt_s[j]);
-              h.z = swiglu<TX>(ld(gs, 4 * qd + 2), ld(us, 4 * qd + 2), wt_s[j]);
-              h.w = swiglu<TX>(ld(gs, 4 * qd + 3), ld(us, 4 * qd + 3), wt_s[j]);
+          for (int b = 0; b < kBatch; ++b) {
+            const int i = i0 + b * kThreads;
+            if (i < total) {
+              const TX* row = gu + int64_t(i / nv) * p.gu_ld + c0 + (i % nv) * XN;
+              gv[b] = *reinterpret_cast<const uint4*>(row);
+              if constexpr (!kAct) uv[b] = *reinterpret_cast<const uint4*>(row + K);
             }
-            *reinterpret_cast<float4*>(hj + x_slot<XV>(kk + 4 * qd, kc_stride)) = h;
+          }
+#pragma unroll
+          for (int b = 0; b < kBatch; ++b) {
+            const int i = i0 + b * kThreads;
+            if (i >= total) break;
+            const int j = i / nv, kk = (i % nv) * XN;
+            const TX* gs = reinterpret_cast<const TX*>(&gv[b]);
+            const TX* us = reinterpret_cast<const TX*>(&uv[b]);
+            float* hj = hs + j * kc_stride;
+#pragma unroll
+            for (int qd = 0; qd < XN / 4; ++qd) {
+              const int e = 4 * qd;
+              const float wt = wt_s[j];
+              const float4 h = make_float4(staged<TX, kAct>(gs, us, e, wt), staged<TX, kAct>(gs, us, e + 1, wt),
+                                           staged<TX, kAct>(gs, us, e + 2, wt), staged<TX, kAct>(gs, us, e + 3, wt));
+              *reinterpret_cast<float4*>(hj + x_slot<XV>(kk + 4 * qd, kc_stride)) = h;
+            }
           }
         }
+      } else {
+        for (int i = tid; i < k * kc; i += kThreads) {
+          const int j = i / kc, kk = i % kc;
+          const TX* row = gu + int64_t(j) * p.gu_ld + c0;
+          hs[j * kc_stride + x_slot<XV>(kk, kc_stride)] = staged<TX, kAct>(row, row + K, kk, wt_s[j]);
+        }
       }
-    } else {
-      for (int i = tid; i < k * kc; i += kThreads) {
-        const int j = i / kc, kk = i % kc;
-        const TX* row = gu + int64_t(j) * p.gu_ld + c0;
-        hs[j * kc_stride + x_slot<XV>(kk, kc_stride)] =
-            kAct ? wt_s[j] * ld(row, kk) : swiglu<TX>(ld(row, kk), ld(row, K + kk), wt_s[j]);
-      }
+      __syncthreads();
     }
-    if (!direct) __syncthreads();
     if (active) {
       for (int s = q; s < nsteps; s += 2 * kWg) {  // warp-uniform trip count
         const bool preloaded = c0 == 0 && s == q;  // raw1 went before the wait

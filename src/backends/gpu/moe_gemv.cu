@@ -322,11 +322,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksOf<TW, BM>) grouped_gemv_k
       if (m >= rows) break;  // block-uniform
 #pragma unroll
       for (int r = 0; r < kCols; ++r) {
-        // g and u as the plain GEMM would store them, then SILU_MUL's arithmetic (pointwise.cu).
+        // g and u as the plain GEMM would store them, then SILU_MUL's arithmetic.
         const float g = round_to<TO>(warp_sum(acc[m][r]) * kOutScale);
         const float u = round_to<TO>(warp_sum(acc[m][r + kCols]) * kOutScale);
         if (rv[r] && lane == (m * kCols + r) % kWarpSize)
-          out[out_row[m] * p.out_ld + n0 + r] = cvt<TO>(g / (1.f + __expf(-g)) * u);
+          out[out_row[m] * p.out_ld + n0 + r] = cvt<TO>(silu_times(g, u));
       }
     }
   } else {

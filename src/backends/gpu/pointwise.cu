@@ -379,7 +379,7 @@ void rope(const RopeArgs& a, Stream& s) {
 // of a row on grid x; no index division. N = 16 bytes' worth when every view allows it, else 1.
 template <bool kSilu>
 __device__ __forceinline__ float binop(float x, float y) {
-  return kSilu ? x / (1.f + __expf(-x)) * y : x + y;
+  return kSilu ? silu_times(x, y) : x + y;
 }
 
 template <class T, bool kSilu, int N, int U>

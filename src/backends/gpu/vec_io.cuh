@@ -104,6 +104,10 @@ __device__ __forceinline__ void store_vec(T* p, const float* f) {
   }
 }
 
+// SILU_MUL's arithmetic, silu(g) * u: one expression for every kernel that applies the SwiGLU
+// (pointwise.cu, the fused GEMV epilogues, MOE_DOWN_COMBINE), so their results agree bit for bit.
+__device__ __forceinline__ float silu_times(float g, float u) { return g / (1.f + __expf(-g)) * u; }
+
 // v rounded to T and widened back (what a value stored in T and reloaded reads as).
 template <class T> __device__ __forceinline__ float round_to(float v) {
   const T t = cvt<T>(v);

@@ -6,6 +6,7 @@
 // the MLA decode of DeepSeek-V2-Lite / V3 (latent 512 + 64, 16 / 128 heads).
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "ops/conformance/cases.h"
 #include "ops/op_args.h"
@@ -227,7 +228,8 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
   std::vector<OpCase> v;
   const int E = 128, topk = 8;
   for (int tokens : {1, 64, 512}) {
-    for (auto [N, K] : {std::pair{1536, 2048}, std::pair{2048, 768}}) {
+    // gate_up: the stacked [gate | up] projection, also timed with the SwiGLU epilogue.
+    for (auto [N, K, gate_up] : {std::tuple{1536, 2048, true}, std::tuple{2048, 768, false}}) {
       CaseRng r(uint64_t(tokens * 31 + N));
       std::vector<int> count(size_t(E), 0);
       for (int t = 0; t < tokens; ++t) {
@@ -281,7 +283,7 @@ std::vector<OpCase> moe_gemm_perf(DType act) {
             {CaseRng::filled(act, {topk, N}, kNaN), r.tensor(act, {1, K}), expert_weights(r, act, E, N, K, 0, 0).w, Tensor(),
              Tensor(), r.ints(ids, {1, topk})},
             (double(topk) * N * K + double(topk) * N + double(K)) * es, topk);
-        if (N == 1536)  // gate_up with the SwiGLU epilogue: out [k, N/2]
+        if (gate_up)  // with the SwiGLU epilogue: out [k, N/2]
           add(fmt::format("gather swiglu tokens=1 k={} N={} K={} w={}", topk, N, K, dtype_name(act)),
               {CaseRng::filled(act, {topk, N / 2}, kNaN), r.tensor(act, {1, K}), expert_weights(r, act, E, N, K, 0, 0).w,
                Tensor(), Tensor(), r.ints(ids, {1, topk})},
