@@ -21,7 +21,17 @@
 // into the residual stream by the thread that finished it; the last block to finish, found by an
 // atomic counter, then normalizes the whole row into h: the ADD_RMS_NORM launch that sat on the
 // chain between two GEMVs (its wait, its reads, the next GEMV's wait) becomes a block's tail.
+//
+// Whole slices before the wait (kPre > 0, plain MATMUL at M = 1): where the grid is resident at
+// once (at most 2 blocks per compute unit) and a lane's share of its rows is at most 8 vectors per
+// row, each lane loads its whole share into registers before the programmatic wait, so all of W is
+// in flight while the predecessor still runs, instead of 2 vectors per row. It pays where the
+// predecessor leaves the memory idle: the o_proj after a batch-1 decode attention (4 blocks, a few
+// hundred KB of cache), whose 16.8 MB (Qwen3-30B-A3B) then stream under the attention; after the
+// wait a lane has only its x vectors to read (L2). PORTLLM_GEMV_REG_PRELOAD=0 takes the streaming
+// form (whole_slice_pre).
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 
 #include "backends/gpu/env_switch.h"
@@ -56,6 +66,11 @@ enum class Form {
 // Bounding the norm form to 48 registers spilled and measured slower (Qwen3-30B-A3B batch 1: 3.09
 // against 2.96 ms per step). The AddNorm form fits 48 too.
 template <int M, Form F> constexpr int kMinBlocks = M == 1 && F != Form::Norm ? 5 : 3;
+// The whole-slice form (kPre vectors per row and lane held before the wait, up to 64 registers of
+// W): 2 blocks per SM, which is also the bound on its grid (resident at once).
+constexpr int kPreBlocksPerUnit = 2;
+constexpr int kMaxPre = 8;
+template <int M, Form F, int kPre> constexpr int kLaunchMinBlocks = kPre > 0 ? kPreBlocksPerUnit : kMinBlocks<M, F>;
 
 // Form::AddNorm's operands: the residual stream (updated in place; h goes to `out`) and the norm.
 template <class T>
@@ -225,8 +240,8 @@ __device__ void norm_rows(const NormIn<T>& n, int m_rows, int64_t K, T* xs, cons
   __syncthreads();
 }
 
-template <class T, class TO, int M, bool kGated, Form kForm>
-__global__ void __launch_bounds__(kThreads, kMinBlocks<M, kForm>)
+template <class T, class TO, int M, bool kGated, Form kForm, int kPre>
+__global__ void __launch_bounds__(kThreads, kLaunchMinBlocks<M, kForm, kPre>)
     gemv_kernel(TO* out, int64_t out_ld, const T* __restrict__ x, int64_t x_ld, const T* __restrict__ w, int64_t w_ld,
                 const void* bias, DType bias_t, int m_rows, int64_t N, int64_t K, int split, int64_t k_slice,
                 NormIn<T> norm, AddNormIn<T> add, bool evict_first /* W's L2 policy: load_weight16 */) {
@@ -261,31 +276,46 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kForm>)
         wv[u][r] = k < k_end ? load_weight16(wr[r] + k, evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
     }
   };
+  auto consume_vec = [&](const uint4 (&v)[kRows], int64_t k) {
+    float wf[kRows][8];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) unpack8<T>(v[r], wf[r]);
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+      if (m >= m_rows) break;
+      float xf[8];
+      unpack8<T>(*reinterpret_cast<const uint4*>(x + int64_t(m) * x_ld + k), xf);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[m][r] += xf[i] * wf[r][i];
+    }
+  };
   auto consume = [&](int64_t k0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t k = k0 + int64_t(u) * kStep;
       if (k >= k_end) break;
-      float wf[kRows][8];
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) unpack8<T>(wv[u][r], wf[r]);
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        if (m >= m_rows) break;
-        float xf[8];
-        unpack8<T>(*reinterpret_cast<const uint4*>(x + int64_t(m) * x_ld + k), xf);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r)
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc[m][r] += xf[i] * wf[r][i];
-      }
+      consume_vec(wv[u], k);
     }
   };
   // Warps past the last row skip the stream but still reach the block barrier below. The first
-  // weight vectors are in flight before the wait: W is no earlier kernel's output, x is.
+  // weight vectors are in flight before the wait: W is no earlier kernel's output, x is. With
+  // kPre, a lane's whole share of its rows (the launcher checks that it is at most kPre vectors).
   const int64_t k_first = k_begin + int64_t(lane) * 8;
   const bool streams = n0 < N && k_first < k_end;
-  if (streams) load_w(k_first);
+  uint4 wpre[kPre > 0 ? kPre : 1][kRows];
+  if constexpr (kPre > 0) {
+#pragma unroll
+    for (int p = 0; p < kPre; ++p) {
+      const int64_t k = k_first + int64_t(p) * kStep;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+        wpre[p][r] = streams && k < k_end ? load_weight16(wr[r] + k, evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
+    }
+  } else {
+    if (streams) load_w(k_first);
+  }
   uint4 nw[kNormWPre];
   if constexpr (kNorm) prefetch_norm_weight(norm, K, nw);
   const bool finishes = lane == 0 && slice == 0;  // this thread stores the warp's outputs
@@ -307,10 +337,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks<M, kForm>)
       res2[m] = finishes && m < m_rows && n0 < N ? *reinterpret_cast<const uint32_t*>(add.res + m * add.res_ld + n0) : 0u;
   }
   if (streams) {
-    consume(k_first);
-    for (int64_t k0 = k_first + kStride; k0 < k_end; k0 += kStride) {
-      load_w(k0);
-      consume(k0);
+    if constexpr (kPre > 0) {
+#pragma unroll
+      for (int p = 0; p < kPre; ++p) {
+        const int64_t k = k_first + int64_t(p) * kStep;
+        if (k < k_end) consume_vec(wpre[p], k);
+      }
+      // A share deeper than kPre (PORTLLM_GEMV_REG_PRELOAD=4) streams the rest after the wait.
+      for (int64_t k0 = k_first + int64_t(kPre) * kStep; k0 < k_end; k0 += kStride) {
+        load_w(k0);
+        consume(k0);
+      }
+    } else {
+      consume(k_first);
+      for (int64_t k0 = k_first + kStride; k0 < k_end; k0 += kStride) {
+        load_w(k0);
+        consume(k0);
+      }
     }
   }
 #pragma unroll
@@ -417,6 +460,18 @@ int choose_split(int64_t N, int64_t K, int compute_units) {
   return blocks <= wave || blocks >= 4 * wave ? 2 : 1;
 }
 
+// The whole-slice form's depth for a plain M = 1 launch: 4 or kMaxPre vectors per row and lane
+// when a lane's share of K fits that many and the grid is resident at once; 0 (the streaming
+// form) otherwise. PORTLLM_GEMV_REG_PRELOAD (0, 4 or 8; read once) bounds the depth, for
+// measuring: 0 takes the streaming form, 4 holds half of an 8-vector share (the rest streams
+// after the wait).
+int whole_slice_pre(int64_t k_slice, unsigned grid, Stream& s) {
+  static const int most = std::array<int, 3>{0, 4, kMaxPre}[env_switch("PORTLLM_GEMV_REG_PRELOAD", {"0", "4", "8"}, 2)];
+  const int64_t vecs = k_slice / (int64_t(kWarpSize) * 8);
+  if (vecs > kMaxPre || int64_t(grid) > int64_t(kPreBlocksPerUnit) * caps_of(s).num_compute_units) return 0;
+  return std::min(most, vecs <= 4 ? 4 : kMaxPre);
+}
+
 // Blocks of a launch() for W [rows, K] at choose_split's split (gated: rows / 2 outputs).
 int64_t grid_blocks(int64_t rows, bool gated, int split) {
   const int64_t outs_per_block = int64_t(gated ? 1 : kRows) * (kWarps / split), N = gated ? rows / 2 : rows;
@@ -472,13 +527,22 @@ void launch(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
     an.eps = at.eps;
     an.offset = at.offset;
   }
+  // The whole-slice form: a lane's share of its rows is k_slice / (32 * 8) vectors.
+  const int pre = kForm == Form::Plain && !kGated && M == 1 ? whole_slice_pre(k_slice, grid, s) : 0;
   auto go = [&](auto to) {
     using TO = typename decltype(to)::type;
-    launch_programmatic(s, gemv_kernel<T, TO, M, kGated, kForm>, dim3(grid), dim3(kThreads), smem, out.ptr<TO>(),
-                        out.strides[0], static_cast<const T*>(kNorm ? nullptr : x.data), kNorm ? 0 : x.strides[0],
-                        static_cast<const T*>(w.data), w.strides[0], bias.defined() ? bias.data : nullptr,
-                        bias.defined() ? bias.dtype : DType::F32, int(rows.size(0)), N, K, split, k_slice, n, an,
-                        l2_evict_first());
+    auto run = [&](auto kernel) {
+      launch_programmatic(s, kernel, dim3(grid), dim3(kThreads), smem, out.ptr<TO>(), out.strides[0],
+                          static_cast<const T*>(kNorm ? nullptr : x.data), kNorm ? 0 : x.strides[0],
+                          static_cast<const T*>(w.data), w.strides[0], bias.defined() ? bias.data : nullptr,
+                          bias.defined() ? bias.dtype : DType::F32, int(rows.size(0)), N, K, split, k_slice, n, an,
+                          l2_evict_first());
+    };
+    if constexpr (kForm == Form::Plain && !kGated && M == 1) {
+      if (pre == 4) return run(gemv_kernel<T, TO, M, kGated, kForm, 4>);
+      if (pre == kMaxPre) return run(gemv_kernel<T, TO, M, kGated, kForm, kMaxPre>);
+    }
+    run(gemv_kernel<T, TO, M, kGated, kForm, 0>);
   };
   if constexpr (kForm == Form::AddNorm) go(Tag<T>{});  // h has the activation dtype
   else dispatch_float(out.dtype, go);

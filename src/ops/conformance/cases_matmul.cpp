@@ -47,10 +47,12 @@ const Shape kShapes[] = {{1, 13, 7, false}, {2, 64, 96, true}, {3, 100, 200, fal
 
 // Decode projections at batch 1 for GPU kernels that hold all of W on the chip
 // (gpu.gemv_preload): Qwen3-30B-A3B's o_proj (taken when PORTLLM_GEMV_PRELOAD_MAX_KB allows), a
-// bias and a one-row last block, and 3 and 4 row tiles per block on the H200's units. 16-bit
-// weights only: the CPU kernels take none of them.
+// bias and a one-row last block, and 3 and 4 row tiles per block on the H200's units. Then two
+// that gpu.gemv_preload refuses (K % 128 != 0) and the streaming GEMV takes in its whole-slice
+// form (gemv.cu, kPre): 8 vectors per lane with a short last one and a partial last block; 4
+// with two K slices, the second one short. 16-bit weights only: the CPU kernels take none of them.
 const Shape kDecodeShapes[] = {{1, 2048, 4096, false}, {1, 1000, 2048, true}, {1, 4960, 256, true},
-                               {1, 7936, 128, false}};
+                               {1, 7936, 128, false},  {1, 1000, 1800, true}, {1, 520, 1000, true}};
 
 // Decode-batch GEMMs (2 < M <= 256) for GPU kernels that tile W's rows and tokens and may split
 // K: token counts that fill 64-, 128- and 256-row tiles partly, a partial last row tile, K not a
