@@ -337,23 +337,23 @@ __global__ void __launch_bounds__(kThreads, kLaunchMinBlocks<M, kForm, kPre>)
       res2[m] = finishes && m < m_rows && n0 < N ? *reinterpret_cast<const uint32_t*>(add.res + m * add.res_ld + n0) : 0u;
   }
   if (streams) {
+    // What was loaded before the wait, then the rest of the share (with kPre, only where the share
+    // is deeper than kPre: PORTLLM_GEMV_REG_PRELOAD=4).
+    int64_t k_rest;
     if constexpr (kPre > 0) {
 #pragma unroll
       for (int p = 0; p < kPre; ++p) {
         const int64_t k = k_first + int64_t(p) * kStep;
         if (k < k_end) consume_vec(wpre[p], k);
       }
-      // A share deeper than kPre (PORTLLM_GEMV_REG_PRELOAD=4) streams the rest after the wait.
-      for (int64_t k0 = k_first + int64_t(kPre) * kStep; k0 < k_end; k0 += kStride) {
-        load_w(k0);
-        consume(k0);
-      }
+      k_rest = k_first + int64_t(kPre) * kStep;
     } else {
       consume(k_first);
-      for (int64_t k0 = k_first + kStride; k0 < k_end; k0 += kStride) {
-        load_w(k0);
-        consume(k0);
-      }
+      k_rest = k_first + kStride;
+    }
+    for (int64_t k0 = k_rest; k0 < k_end; k0 += kStride) {
+      load_w(k0);
+      consume(k0);
     }
   }
 #pragma unroll
