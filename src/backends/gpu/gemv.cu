@@ -300,21 +300,19 @@ __global__ void __launch_bounds__(kThreads, kLaunchMinBlocks<M, kForm, kPre>)
     }
   };
   // Warps past the last row skip the stream but still reach the block barrier below. The first
-  // weight vectors are in flight before the wait: W is no earlier kernel's output, x is. With
-  // kPre, a lane's whole share of its rows (the launcher checks that it is at most kPre vectors).
+  // kDepth weight vectors per row are in flight before the wait (W is no earlier kernel's output,
+  // x is): one iteration's kUnroll, or with kPre a lane's whole share of its rows (the launcher
+  // checks that it is at most kPre vectors).
+  constexpr int kDepth = kPre > 0 ? kPre : kUnroll;
   const int64_t k_first = k_begin + int64_t(lane) * 8;
   const bool streams = n0 < N && k_first < k_end;
-  uint4 wpre[kPre > 0 ? kPre : 1][kRows];
-  if constexpr (kPre > 0) {
+  uint4 wpre[kDepth][kRows];
 #pragma unroll
-    for (int p = 0; p < kPre; ++p) {
-      const int64_t k = k_first + int64_t(p) * kStep;
+  for (int p = 0; p < kDepth; ++p) {
+    const int64_t k = k_first + int64_t(p) * kStep;
 #pragma unroll
-      for (int r = 0; r < kRows; ++r)
-        wpre[p][r] = streams && k < k_end ? load_weight16(wr[r] + k, evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
-    }
-  } else {
-    if (streams) load_w(k_first);
+    for (int r = 0; r < kRows; ++r)
+      wpre[p][r] = streams && k < k_end ? load_weight16(wr[r] + k, evict_first, l2_policy) : make_uint4(0, 0, 0, 0);
   }
   uint4 nw[kNormWPre];
   if constexpr (kNorm) prefetch_norm_weight(norm, K, nw);
@@ -339,19 +337,12 @@ __global__ void __launch_bounds__(kThreads, kLaunchMinBlocks<M, kForm, kPre>)
   if (streams) {
     // What was loaded before the wait, then the rest of the share (with kPre, only where the share
     // is deeper than kPre: PORTLLM_GEMV_REG_PRELOAD=4).
-    int64_t k_rest;
-    if constexpr (kPre > 0) {
 #pragma unroll
-      for (int p = 0; p < kPre; ++p) {
-        const int64_t k = k_first + int64_t(p) * kStep;
-        if (k < k_end) consume_vec(wpre[p], k);
-      }
-      k_rest = k_first + int64_t(kPre) * kStep;
-    } else {
-      consume(k_first);
-      k_rest = k_first + kStride;
+    for (int p = 0; p < kDepth; ++p) {
+      const int64_t k = k_first + int64_t(p) * kStep;
+      if (k < k_end) consume_vec(wpre[p], k);
     }
-    for (int64_t k0 = k_rest; k0 < k_end; k0 += kStride) {
+    for (int64_t k0 = k_first + int64_t(kDepth) * kStep; k0 < k_end; k0 += kStride) {
       load_w(k0);
       consume(k0);
     }
