@@ -484,6 +484,12 @@ if has trace; then
         --kv-dtype ${TRACE_KV:-bf16} >"$OUT/trace-tput-$m.log" 2>&1
       row "trace $m throughput" "rc=$? $(awk '/output tok\/s/{print "out tok/s="$3}' "$OUT/trace-tput-$m.log")"
       python3 scripts/kernel_trace_totals.py /tmp/trace-tput-$m.csv 30 | tee -a "$OUT/trace-tput-summary.txt"
+      # A dense model's projections by batch size against their limits (MoE and hybrid steps
+      # have other kernels and are skipped there).
+      # Rates: the probe's when the probe stage ran, else the H200's usual ones.
+      bw=$BW; tf=$TF; [ "$bw" = 0 ] && bw=4252; [ "$tf" = 0 ] && tf=894
+      python3 scripts/kernel_trace_gemms.py /tmp/trace-tput-$m.csv tests/data/configs/$m/config.json $bw $tf |
+        tee -a "$OUT/trace-tput-summary.txt"
     done
   fi
 fi

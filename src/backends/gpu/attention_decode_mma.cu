@@ -323,13 +323,8 @@ __global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
   constexpr bool kQScaled = kLarge && !std::is_same_v<TM, T>;
   const float s_scale = kQScaled ? 1.f : sl2;
   auto ex2 = [](float x) {
-    if constexpr (kLarge) {
-      float y;
-      asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-      return y;
-    } else {
-      return exp2f(x);
-    }
+    if constexpr (kLarge) return ex2_ftz(x);
+    else return exp2f(x);
   };
 
   // A warp's first tile is copied before the wait when it holds only keys of earlier steps: the

@@ -9,8 +9,8 @@
 // two MMAs per tile row: ldmatrix bandwidth, not the tensor cores, bounds this kernel. Per 64-key tile, K and V rows are gathered through the block table into shared
 // memory by cp.async, double-buffered so the next tile's copy overlaps this tile's math (rows
 // padded by 8 values so ldmatrix is conflict-free), S = Q K^T runs on tensor cores
-// with f32 accumulation, the online softmax (base 2) works on the accumulator fragments in
-// registers, and P (rounded to the input dtype, as FlashAttention does) times V accumulates the
+// with f32 accumulation, the online softmax (base 2, ex2.approx; for fp8 caches the score scale
+// rides in the converted Q) works on the accumulator fragments in registers, and P (rounded to the input dtype, as FlashAttention does) times V accumulates the
 // output in registers. Causal masking per element; key tiles past the tile's last query are
 // never loaded.
 #include <algorithm>
@@ -74,6 +74,10 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   };
   TM* s_wide = reinterpret_cast<TM*>(smem_raw + size_t(BQ) * LD * 2 + 2 * kStageBytes<D, TC>);
   const T* q = static_cast<const T*>(p.q);
+  // Scores in log2 units: exponentials are 2^x. A converted Q (fp8 caches) carries the scale, so
+  // the scores come out of the MMAs scaled; a copied one is scaled per score.
+  const float sl2 = p.scale * kLog2e;
+  constexpr bool kQScaled = !std::is_same_v<TM, T>;
   const TC* kc = static_cast<const TC*>(p.k_cache);
   const TC* vc = static_cast<const TC*>(p.v_cache);
 
@@ -96,9 +100,9 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
     const int64_t off = r < nq ? int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + c * 8 : 0;
     if constexpr (std::is_same_v<TM, T>) {
       cp_async16(sQ + r * LD + c * 8, q + off, r < nq ? 16 : 0);
-    } else {  // bf16 q, fp8 cache: converted to f16 (made visible by the loop's first barrier)
+    } else {  // bf16 q, fp8 cache: scaled, converted to f16 (made visible by the loop's first barrier)
       const uint4 v = r < nq ? *reinterpret_cast<const uint4*>(q + off) : make_uint4(0u, 0u, 0u, 0u);
-      *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = bf16x8_to_f16x8_satfinite(v);
+      *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = bf16x8_to_f16x8_satfinite(v, sl2);
     }
   }
   issue(0, 0);
@@ -115,7 +119,6 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
   float m[MT][2], l[MT][2];
 #pragma unroll
   for (int t = 0; t < MT; ++t) m[t][0] = m[t][1] = -INFINITY, l[t][0] = l[t][1] = 0.f;
-  const float sl2 = p.scale * kLog2e;
   const int qpos_base = first_pos + qt0 + wrow + lane / 4;  // row lane / 4 of m-tile 0
   const int warp_first_pos = first_pos + qt0 + wrow, warp_last_pos = warp_first_pos + 16 * MT - 1;
 
@@ -170,7 +173,7 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
       for (int nt = 0; nt < kBK / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          float v = s[t][nt][e] * sl2;
+          float v = kQScaled ? s[t][nt][e] : s[t][nt][e] * sl2;
           if (masked) {
             const int kpos = kt + nt * 8 + (lane % 4) * 2 + (e & 1);
             if (kpos > (e < 2 ? qpos0 : qpos1) || kpos >= num_keys) v = -INFINITY;
@@ -183,14 +186,14 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
       mx1 = quad_max(mx1);
       const float mn0 = fmaxf(m[t][0], mx0), mn1 = fmaxf(m[t][1], mx1);
       const float base0 = mn0 == -INFINITY ? 0.f : mn0, base1 = mn1 == -INFINITY ? 0.f : mn1;
-      const float alpha0 = exp2f(m[t][0] - base0), alpha1 = exp2f(m[t][1] - base1);
+      const float alpha0 = ex2_ftz(m[t][0] - base0), alpha1 = ex2_ftz(m[t][1] - base1);
       float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
       for (int nt = 0; nt < kBK / 8; ++nt) {
-        s[t][nt][0] = exp2f(s[t][nt][0] - base0);
-        s[t][nt][1] = exp2f(s[t][nt][1] - base0);
-        s[t][nt][2] = exp2f(s[t][nt][2] - base1);
-        s[t][nt][3] = exp2f(s[t][nt][3] - base1);
+        s[t][nt][0] = ex2_ftz(s[t][nt][0] - base0);
+        s[t][nt][1] = ex2_ftz(s[t][nt][1] - base0);
+        s[t][nt][2] = ex2_ftz(s[t][nt][2] - base1);
+        s[t][nt][3] = ex2_ftz(s[t][nt][3] - base1);
         sum0 += s[t][nt][0] + s[t][nt][1];
         sum1 += s[t][nt][2] + s[t][nt][3];
       }
