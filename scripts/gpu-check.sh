@@ -19,7 +19,7 @@
 # of every kernel of a 2-layer model's prefill and decode steps (AUDIT_SPECS="Model:batch:input_len:kv ...",
 # scripts/ncu_audit_summary.py); `trace` what each kernel adds to a decode step inside
 # the replayed graph (CUPTI; TRACE_SPECS likewise; TRACE_TPUT="Model" adds the throughput workload's
-# device time by kernel); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
+# device time by kernel and, for a dense model, its projections by batch size); `musa` runs the MUSA emulation binary $MUSA_BIN/portllm
 # (built with -DPORTLLM_GPU=musa -DPORTLLM_MUSA_EMULATE=ON) under profiles 22 and 31: ops test and
 # fixture parity. Logs go to $OUT (default /tmp/gpu-check); a table ends the output.
 set -u

@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_trace_csv import read_trace  # noqa: E402
+from kernel_trace_csv import read_trace, short_name  # noqa: E402
 
 trace, cfg_path = sys.argv[1], sys.argv[2]
 bw = float(sys.argv[3]) * 1e9 if len(sys.argv) > 3 else 4252e9
@@ -37,7 +37,9 @@ REDUCE = re.compile(r"reduce", re.I)
 SAMPLER, PREFILL, EMBED = re.compile(r"sample|argmax", re.I), re.compile(r"prefill", re.I), re.compile(r"embed", re.I)
 ATTN = re.compile(r"attn_decode|attention_decode", re.I)
 
-rows = sorted(read_trace(trace))
+# Kernels by their own names (a mangled name's template arguments may name other things).
+rows = sorted((start, end, s, g, short_name(name) if "portllm" in name else name)
+              for start, end, s, g, name in read_trace(trace))
 steps, cur = [], []
 for r in rows:
     cur.append(r)
