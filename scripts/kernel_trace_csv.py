@@ -34,3 +34,20 @@ def read_trace(path):
     if not rows:
         sys.exit(f"{path}: no kernels")
     return rows
+
+
+SAMPLER = re.compile(r"sample|argmax", re.I)
+
+
+def split_steps(rows, name_of):
+    """rows (in start order) cut into engine steps after each sampler kernel, a step's last kernel;
+    name_of(row) is the name the sampler is recognized by. A trailing partial step is kept."""
+    steps, cur = [], []
+    for r in rows:
+        cur.append(r)
+        if SAMPLER.search(name_of(r)):
+            steps.append(cur)
+            cur = []
+    if cur:
+        steps.append(cur)
+    return steps

@@ -19,7 +19,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_trace_csv import read_trace, short_name  # noqa: E402
+from kernel_trace_csv import read_trace, short_name, split_steps  # noqa: E402
 
 trace, cfg_path = sys.argv[1], sys.argv[2]
 bw = float(sys.argv[3]) * 1e9 if len(sys.argv) > 3 else 4252e9
@@ -34,18 +34,13 @@ HEAD = ("lm_head", V, H)
 
 GEMM = re.compile(r"gemm|nvjet|xmma|cutlass|gemv|matmul", re.I)
 REDUCE = re.compile(r"reduce", re.I)
-SAMPLER, PREFILL, EMBED = re.compile(r"sample|argmax", re.I), re.compile(r"prefill", re.I), re.compile(r"embed", re.I)
+PREFILL, EMBED = re.compile(r"prefill", re.I), re.compile(r"embed", re.I)
 ATTN = re.compile(r"attn_decode|attention_decode", re.I)
 
 # Kernels by their own names (a mangled name's template arguments may name other things).
 rows = sorted((start, end, s, g, short_name(name) if "portllm" in name else name)
               for start, end, s, g, name in read_trace(trace))
-steps, cur = [], []
-for r in rows:
-    cur.append(r)
-    if SAMPLER.search(r[4]):
-        steps.append(cur)
-        cur = []
+steps = split_steps(rows, lambda r: r[4])
 
 
 def bucket(t):
@@ -69,7 +64,7 @@ for step in steps:
     for start, end, _s, _g, name in step:
         if GEMM.search(name) and not REDUCE.search(name):
             gemms.append([end - start, name])
-        elif REDUCE.search(name) and gemms and not SAMPLER.search(name):
+        elif REDUCE.search(name) and gemms:
             gemms[-1][0] += end - start
     if len(gemms) != 4 * L + 1:
         skipped += 1

@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_trace_csv import read_trace, short_name  # noqa: E402
+from kernel_trace_csv import read_trace, short_name, split_steps  # noqa: E402
 
 
 def group(mangled):
@@ -31,7 +31,7 @@ def group(mangled):
 rows = [(start, end, group(name)) for start, end, _stream, _grid, name in read_trace(sys.argv[1])]
 top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
 rows.sort()
-SAMPLER, PREFILL = re.compile(r"sample|argmax", re.I), re.compile(r"prefill", re.I)
+PREFILL = re.compile(r"prefill", re.I)
 
 # The run proper starts with the embedding kernel of the first prefill step (the last one before
 # the first prefill attention kernel): what comes before it (graph capture, GEMM tuning, warm-up)
@@ -45,14 +45,7 @@ if not rows:
 
 # Steps: cut after each sampler kernel; a step is a prefill step when one of its kernels is a
 # prefill attention kernel.
-steps, cur = [], []
-for r in rows:
-    cur.append(r)
-    if SAMPLER.search(r[2]):
-        steps.append(cur)
-        cur = []
-if cur:
-    steps.append(cur)
+steps = split_steps(rows, lambda r: r[2])
 
 inc = {"prefill": defaultdict(float), "decode": defaultdict(float)}
 dur = {"prefill": defaultdict(float), "decode": defaultdict(float)}
