@@ -9,8 +9,8 @@ and ours: GEMVs and matmuls), 4 per layer (qkv, o, gate|up, down) and the LM hea
 whose count does not fit is skipped and counted. Each projection is charged its kernels' summed
 durations (a split-K reduction is charged to the GEMM before it) and compared with
 max(weight bytes / bandwidth, FLOPs / GEMM rate), at the rates given (the copy bandwidth and the
-bf16 GEMM rate gpu-check's probe measures). Decode attention is shown beside them against its
-cache bytes where the run's contexts are unknown: time only.
+bf16 GEMM rate gpu-check's probe measures). Decode attention is shown beside them as time per
+step only: the trace does not carry the contexts, so its bytes are unknown.
 
 Usage: kernel_trace_gemms.py trace.csv config.json [GB/s] [TFLOP/s]   (defaults 4252, 894)"""
 import json
@@ -33,7 +33,7 @@ SLOTS = [("qkv", (NQ + 2 * NKV) * D, H), ("o_proj", H, NQ * D), ("gate_up", 2 * 
 HEAD = ("lm_head", V, H)
 
 GEMM = re.compile(r"gemm|nvjet|xmma|cutlass|gemv|matmul", re.I)
-REDUCE = re.compile(r"reduce", re.I)
+REDUCE = re.compile(r"splitKreduce|split_?k\w*reduce", re.I)  # the vendor BLAS' split-K reduction
 PREFILL, EMBED = re.compile(r"prefill", re.I), re.compile(r"embed", re.I)
 ATTN = re.compile(r"attn_decode|attention_decode", re.I)
 
@@ -60,18 +60,19 @@ for step in steps:
         continue
     tokens = int(emb[3].split("x")[0])
     phase = "prefill" if any(PREFILL.search(r[4]) for r in step) else "decode"
-    gemms = []  # [duration, name]
+    gemms = []  # durations, ns
     for start, end, _s, _g, name in step:
-        if GEMM.search(name) and not REDUCE.search(name):
-            gemms.append([end - start, name])
-        elif REDUCE.search(name) and gemms:
-            gemms[-1][0] += end - start
+        if REDUCE.search(name):
+            if gemms:
+                gemms[-1] += end - start
+        elif GEMM.search(name):
+            gemms.append(end - start)
     if len(gemms) != 4 * L + 1:
         skipped += 1
         continue
     key = (phase, tokens if phase == "prefill" else bucket(tokens))
     nsteps[key] += 1
-    for i, (d, _n) in enumerate(gemms):
+    for i, d in enumerate(gemms):
         slot = "lm_head" if i == 4 * L else SLOTS[i % 4][0]
         a = acc[key][slot]
         a[0] += d
@@ -92,7 +93,6 @@ print(f"{len(steps)} steps, {skipped} skipped (no embedding, or not {4 * L + 1} 
 print(f"{'phase':8s} {'tokens':>7s} {'steps':>6s} " + " ".join(f"{s:>17s}" for s, _, _ in SLOTS + [HEAD]) +
       f" {'attention':>10s}  (projections: us per launch / ratio to limit; attention: us per step)")
 grand = defaultdict(lambda: [0.0, 0.0])
-prefill_total = defaultdict(lambda: [0.0, 0.0])
 for key in sorted(acc, key=lambda k: (k[0] != "decode", k[1])):
     phase, tok = key
     cells = []
