@@ -7,12 +7,17 @@
 // and prints one line per shape: default, best heuristic and best overall, in us.
 // Timing: 20 back-to-back runs over rotating copies of W (together > 2 x L2), so the weights come
 // from memory as in a model step and no cache flush sits between runs; the mean per run.
+// GEMM_PROBE_MODE=split instead times a residual projection (o_proj, down) followed by the residual
+// add + RMSNorm, two ways: the default GemmEx writing bf16 and a norm kernel that adds it, against
+// a strided-batched GemmEx over S slices of K writing S f32 partials and a norm kernel that adds
+// all S (the split-K reduction folded into the norm that follows anyway); one line per (shape, S).
 // Uses only the neutral names of the GPU vendor layer.
 // Build: nvcc -O2 -std=c++17 -I src -arch=sm_90 scripts/gemm_probe.cu -lcublas -lcublasLt -o gemm_probe
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "backends/gpu/vendor/vendor.h"
@@ -53,6 +58,105 @@ int config(const gpublasLtMatmulAlgo_t& a, decltype(GPUBLASLT_ALGO_CONFIG_TILE_I
   size_t n = 0;
   (void)gpublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof(v), &n);
   return v;
+}
+
+// Residual add + RMSNorm over one row of N outputs per block (N a multiple of the block, at most
+// 16 values per thread), the projection's output given as S partials of type P: res += sum_s
+// part[s]; h = res * rms * w. A plain probe kernel, slower than the engine's (split_k_norm.cu):
+// its GEMM-only times are the numbers to read.
+template <class P>
+__global__ void add_norm_partials(const P* part, int S, size_t part_stride, gpu_bf16* res, const gpu_bf16* w,
+                                  gpu_bf16* h, int N) {
+  const int row = blockIdx.x;
+  float v[16];
+  float ss = 0;
+  const int per = N / blockDim.x;  // <= 16
+  for (int i = 0; i < per; ++i) {
+    const size_t c = size_t(row) * N + threadIdx.x + size_t(i) * blockDim.x;
+    float a = gpu_bf16_to_f32(res[c]);
+    for (int s2 = 0; s2 < S; ++s2) {
+      if constexpr (sizeof(P) == 4) a += float(part[s2 * part_stride + c]);
+      else a += gpu_bf16_to_f32(part[s2 * part_stride + c]);
+    }
+    const gpu_bf16 r = gpu_f32_to_bf16(a);
+    res[c] = r;
+    v[i] = gpu_bf16_to_f32(r);
+    ss += v[i] * v[i];
+  }
+  __shared__ float red[32];
+  for (int o = 16; o > 0; o >>= 1) ss += gpu_shfl_xor(ss, o);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = ss;
+  __syncthreads();
+  float tot = 0;
+  for (int i = 0; i < int(blockDim.x / 32); ++i) tot += red[i];
+  const float inv = rsqrtf(tot / N + 1e-6f);
+  for (int i = 0; i < per; ++i) {
+    const size_t c = size_t(row) * N + threadIdx.x + size_t(i) * blockDim.x;
+    h[c] = gpu_f32_to_bf16(v[i] * inv * gpu_bf16_to_f32(w[threadIdx.x + i * blockDim.x]));
+  }
+}
+
+// GEMM_PROBE_MODE=split: out[M, N] = x[M, K] W[N, K]^T then the residual add + norm (see the top).
+void probe_split(gpublasHandle_t h, int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1) {
+  Setup st{M, N, K, {}, nullptr, nullptr, nullptr, s, e0, e1};
+  const size_t wbytes = size_t(N) * K * 2;
+  const size_t copies = std::max<size_t>(1, (kRotateBytes + wbytes - 1) / wbytes);
+  for (size_t i = 0; i < copies; ++i) {
+    void* p;
+    CK(gpuMalloc(&p, wbytes));
+    CK(gpuMemsetAsync(p, 0x3c, wbytes, s));
+    st.w.push_back(p);
+  }
+  void *res, *nw, *hb, *part;
+  CK(gpuMalloc(&st.x, size_t(M) * K * 2));
+  CK(gpuMalloc(&st.o, size_t(M) * N * 2));
+  CK(gpuMalloc(&res, size_t(M) * N * 2));
+  CK(gpuMalloc(&hb, size_t(M) * N * 2));
+  CK(gpuMalloc(&nw, size_t(N) * 2));
+  CK(gpuMalloc(&part, size_t(8) * M * N * 4));
+  CK(gpuMemsetAsync(st.x, 0x3c, size_t(M) * K * 2, s));
+  CK(gpuMemsetAsync(res, 0, size_t(M) * N * 2, s));
+  CK(gpuMemsetAsync(nw, 0x3c, size_t(N) * 2, s));
+  const float alpha = 1.f, beta = 0.f;
+  const int threads = N / 16 < 256 ? 256 : N / 16;
+  const double base = time_us(st, [&](int i) {
+    if (gpublasGemmEx(h, GPUBLAS_OP_T, GPUBLAS_OP_N, N, M, K, &alpha, st.w[size_t(i)], GPU_R_16BF, K, st.x,
+                      GPU_R_16BF, K, &beta, st.o, GPU_R_16BF, N, GPUBLAS_COMPUTE_32F,
+                      GPUBLAS_GEMM_DEFAULT) != GPUBLAS_STATUS_SUCCESS)
+      return false;
+    add_norm_partials<gpu_bf16><<<M, threads, 0, s>>>(static_cast<const gpu_bf16*>(st.o), 1, 0,
+                                                       static_cast<gpu_bf16*>(res), static_cast<const gpu_bf16*>(nw),
+                                                       static_cast<gpu_bf16*>(hb), N);
+    return true;
+  });
+  const double gemm_only = time_us(st, [&](int i) {
+    return gpublasGemmEx(h, GPUBLAS_OP_T, GPUBLAS_OP_N, N, M, K, &alpha, st.w[size_t(i)], GPU_R_16BF, K, st.x,
+                         GPU_R_16BF, K, &beta, st.o, GPU_R_16BF, N, GPUBLAS_COMPUTE_32F,
+                         GPUBLAS_GEMM_DEFAULT) == GPUBLAS_STATUS_SUCCESS;
+  });
+  std::printf("split_probe M=%d N=%d K=%d default GEMM %.1f us, + add-norm %.1f us\n", M, N, K, gemm_only, base);
+  for (int S : {1, 2, 3, 4, 6, 8}) {
+    if (K % (S * 64) != 0) continue;
+    const int ks = K / S;
+    auto gemm = [&](int i) {
+      return gpublasGemmStridedBatchedEx(h, GPUBLAS_OP_T, GPUBLAS_OP_N, N, M, ks, &alpha, st.w[size_t(i)],
+                                         GPU_R_16BF, K, ks, st.x, GPU_R_16BF, K, ks, &beta, part, GPU_R_32F, N,
+                                         int64_t(M) * N, S, GPUBLAS_COMPUTE_32F,
+                                         GPUBLAS_GEMM_DEFAULT) == GPUBLAS_STATUS_SUCCESS;
+    };
+    const double g = time_us(st, gemm);
+    const double t = time_us(st, [&](int i) {
+      if (!gemm(i)) return false;
+      add_norm_partials<float><<<M, threads, 0, s>>>(static_cast<const float*>(part), S, size_t(M) * N,
+                                                      static_cast<gpu_bf16*>(res), static_cast<const gpu_bf16*>(nw),
+                                                      static_cast<gpu_bf16*>(hb), N);
+      return true;
+    });
+    std::printf("split_probe M=%d N=%d K=%d S=%d f32 partials GEMM %.1f us, + add-norm %.1f us (default %.1f)\n",
+                M, N, K, S, g, t, base);
+  }
+  for (void* p : st.w) CK(gpuFree(p));
+  for (void* p : {st.x, st.o, res, hb, nw, part}) CK(gpuFree(p));
 }
 
 void probe(gpublasHandle_t h, gpublasLtHandle_t lt, int M, int N, int K, gpuStream_t s, gpuEvent_t e0,
@@ -159,6 +263,11 @@ int main() {
   BK(gpublasSetStream(h, s));
   gpublasLtHandle_t lt;
   BK(gpublasLtCreate(&lt));
+  if (const char* m = std::getenv("GEMM_PROBE_MODE"); m && std::string(m) == "split") {
+    for (int M : {16, 32, 64, 96, 128, 160, 192, 224, 256})
+      for (int K : {4096, 12288}) probe_split(h, M, 4096, K, s, e0, e1);  // Qwen3-8B o_proj, down
+    return 0;
+  }
   // Qwen3-8B: qkv, o_proj, gate|up, down.
   const int shapes[4][2] = {{6144, 4096}, {4096, 4096}, {24576, 4096}, {4096, 12288}};
   for (int M : {64, 128, 192, 256})

@@ -3,6 +3,7 @@
 #include "core/tensor.h"
 
 namespace portllm {
+struct MatmulAddRmsNormArgs;
 struct MlaAttentionArgs;
 class Stream;
 }  // namespace portllm
@@ -29,6 +30,7 @@ void register_attention_decode_kernels();
 void register_attention_mma_kernels();
 void register_attention_decode_mma_kernels();
 void register_sampling_kernels();  // sampling.cu: SAMPLE
+void register_matmul_split_k_norm_kernels();  // matmul_split_k_norm.cpp: MATMUL_ADD_RMS_NORM at decode batches (NVIDIA)
 
 // The portable MLA_ATTENTION launcher (mla_attention.cu); the tensor-core decode kernel falls back to it.
 void mla_attention_portable(const MlaAttentionArgs& a, Stream& s);
@@ -42,6 +44,13 @@ void launch_convert(void* dst, DType dst_t, const void* src, DType src_t, int64_
                     int64_t dst_ld, int64_t src_ld, void* stream);
 void launch_bias_fill(void* out, DType out_t, int64_t out_ld, const void* bias, DType bias_t, int64_t rows,
                       int64_t cols, void* stream);
+// MATMUL_ADD_RMS_NORM's norm after a split-K GEMM (split_k_norm.cu): adds the `splits` f32
+// partial products [splits, M, N] at `partials` (and the bias) into the residual and writes h.
+// bf16/f16 activations, rows of N % 8 == 0 values up to kSplitKNormMaxWidth, 16-byte aligned rows,
+// 2 to kSplitKNormMaxSplits slices.
+constexpr int64_t kSplitKNormMaxWidth = 8192;
+constexpr int kSplitKNormMaxSplits = 4;
+void launch_split_k_add_rms_norm(const MatmulAddRmsNormArgs& a, const float* partials, int splits, Stream& s);
 // Reads `bytes` of buf (larger than the L2 cache) so the next kernel's operands come from memory
 // (l2_flush.cu; kernel timing).
 void launch_l2_flush(void* buf, size_t bytes, void* stream);

@@ -165,12 +165,16 @@ std::vector<OpCase> add_rms_norm_matmul_cases(DType act) {
 // down_proj (4096 x 12288), Qwen3-0.6B's o_proj, a bias, Qwen3-Next's 1 + w, M = 2-3, a row whose
 // length is not a multiple of 8 (50), and a K the 16-byte kernel cannot take (36). The last
 // block's norm reads rows every other block wrote, so a wide N (many blocks) is the case to pass.
+// Decode batches (the split-K GEMM whose partials the norm adds): o_proj at 16 rows, a bias at 64,
+// 1 + w and a width below a block's vector span at 7, 130 rows over K = 12288 (a slice of 6144).
 std::vector<OpCase> matmul_add_rms_norm_cases(DType act) {
   std::vector<OpCase> v;
   struct S { int M, N, K; bool bias; float offset; };
   const S shapes[] = {S{1, 4096, 4096, false, 0.f}, S{1, 4096, 12288, false, 0.f}, S{1, 1024, 2048, false, 0.f},
                       S{1, 200, 1024, true, 0.f},   S{1, 64, 512, false, 1.f},      S{2, 48, 256, false, 0.f},
-                      S{3, 40, 512, false, 0.f},    S{1, 50, 64, false, 0.f},       S{1, 48, 36, false, 0.f}};
+                      S{3, 40, 512, false, 0.f},    S{1, 50, 64, false, 0.f},       S{1, 48, 36, false, 0.f},
+                      S{16, 4096, 4096, false, 0.f}, S{64, 1024, 4096, true, 0.f},  S{7, 520, 4096, false, 1.f},
+                      S{130, 256, 12288, false, 0.f}};
   const double nan = std::nan("");
   for (const S& s : shapes) {
     CaseRng r(uint64_t(s.M * 7907 + s.N * 13 + s.K));

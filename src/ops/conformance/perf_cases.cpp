@@ -459,6 +459,38 @@ std::vector<OpCase> matmul_silu_mul_perf(DType act) {
   return v;
 }
 
+// A sub-layer's last projection with the residual add and the next RMSNorm: Qwen3-8B's o_proj
+// and down_proj at the throughput workload's decode batches. Against MATMUL's cases of the same
+// shapes plus ADD_RMS_NORM's, what the fused op saves.
+std::vector<OpCase> matmul_add_rms_norm_perf(DType act) {
+  if (act == DType::F32) return {};
+  std::vector<OpCase> v;
+  for (int m : {16, 32, 64, 128, 160, 192, 224, 256}) {
+    for (int k : {4096, 12288}) {
+      CaseRng r(uint64_t(m * 31 + k));
+      OpCase c;
+      c.op = Op::MATMUL_ADD_RMS_NORM;
+      c.name = fmt::format("M={} N={} K={}", m, kQ8Hidden, k);
+      c.tensors = {r.tensor(act, {m, k}), r.tensor(act, {kQ8Hidden, k}, -0.02, 0.02),
+                   r.tensor(act, {m, kQ8Hidden}), r.tensor(act, {kQ8Hidden}), CaseRng::filled(act, {m, kQ8Hidden}, kNaN)};
+      c.outputs = {2, 4};
+      c.flops = 2.0 * m * kQ8Hidden * k;
+      c.bytes = (double(kQ8Hidden) * k + double(m) * k + 3.0 * m * kQ8Hidden + kQ8Hidden) * dtype_size(act);
+      c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
+        MatmulAddRmsNormArgs a;
+        a.x = t[0];
+        a.w = t[1];
+        a.residual = t[2];
+        a.norm_weight = t[3];
+        a.h = t[4];
+        sink(a.desc(), &a);
+      };
+      v.push_back(std::move(c));
+    }
+  }
+  return v;
+}
+
 // The attention block's preparation fused (Qwen3-8B: q/k norm, NeoX over 128 dims, K/V into a
 // paged cache): what one launch replaces RMS_NORM x2 + ROPE + KV_WRITE with.
 std::vector<OpCase> qk_norm_rope_kv_write_perf(DType act) {
@@ -512,6 +544,7 @@ void register_perf_cases() {
   register_perf_case_generator(Op::KV_WRITE, kv_write_perf);
   register_perf_case_generator(Op::QK_NORM_ROPE_KV_WRITE, qk_norm_rope_kv_write_perf);
   register_perf_case_generator(Op::MATMUL_SILU_MUL, matmul_silu_mul_perf);
+  register_perf_case_generator(Op::MATMUL_ADD_RMS_NORM, matmul_add_rms_norm_perf);
 }
 
 }  // namespace portllm::conformance
