@@ -264,8 +264,10 @@ int main() {
   gpublasLtHandle_t lt;
   BK(gpublasLtCreate(&lt));
   if (const char* m = std::getenv("GEMM_PROBE_MODE"); m && std::string(m) == "split") {
+    // Qwen3-8B o_proj, down, and qkv (N = 6144: its partials would go to the q/k preparation).
+    const int shapes[3][2] = {{4096, 4096}, {4096, 12288}, {6144, 4096}};
     for (int M : {16, 32, 64, 96, 128, 160, 192, 224, 256})
-      for (int K : {4096, 12288}) probe_split(h, M, 4096, K, s, e0, e1);  // Qwen3-8B o_proj, down
+      for (const auto& nk : shapes) probe_split(h, M, nk[0], nk[1], s, e0, e1);
     return 0;
   }
   // Qwen3-8B: qkv, o_proj, gate|up, down.
