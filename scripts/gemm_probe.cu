@@ -60,6 +60,20 @@ int config(const gpublasLtMatmulAlgo_t& a, decltype(GPUBLASLT_ALGO_CONFIG_TILE_I
   return v;
 }
 
+// A problem's Setup with its rotating copies of W allocated and filled (x, o, ws left to the caller).
+Setup with_weights(int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1) {
+  Setup st{M, N, K, {}, nullptr, nullptr, nullptr, s, e0, e1};
+  const size_t wbytes = size_t(N) * K * 2;
+  const size_t copies = std::max<size_t>(1, (kRotateBytes + wbytes - 1) / wbytes);
+  for (size_t i = 0; i < copies; ++i) {
+    void* p;
+    CK(gpuMalloc(&p, wbytes));
+    CK(gpuMemsetAsync(p, 0x3c, wbytes, s));  // small non-zero bf16 values
+    st.w.push_back(p);
+  }
+  return st;
+}
+
 // Residual add + RMSNorm over one row of N outputs per block (N a multiple of the block, at most
 // 16 values per thread), the projection's output given as S partials of type P: res += sum_s
 // part[s]; h = res * rms * w. A plain probe kernel, slower than the engine's (split_k_norm.cu):
@@ -98,15 +112,7 @@ __global__ void add_norm_partials(const P* part, int S, size_t part_stride, gpu_
 
 // GEMM_PROBE_MODE=split: out[M, N] = x[M, K] W[N, K]^T then the residual add + norm (see the top).
 void probe_split(gpublasHandle_t h, int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1) {
-  Setup st{M, N, K, {}, nullptr, nullptr, nullptr, s, e0, e1};
-  const size_t wbytes = size_t(N) * K * 2;
-  const size_t copies = std::max<size_t>(1, (kRotateBytes + wbytes - 1) / wbytes);
-  for (size_t i = 0; i < copies; ++i) {
-    void* p;
-    CK(gpuMalloc(&p, wbytes));
-    CK(gpuMemsetAsync(p, 0x3c, wbytes, s));
-    st.w.push_back(p);
-  }
+  Setup st = with_weights(M, N, K, s, e0, e1);
   void *res, *nw, *hb, *part;
   CK(gpuMalloc(&st.x, size_t(M) * K * 2));
   CK(gpuMalloc(&st.o, size_t(M) * N * 2));
@@ -161,15 +167,7 @@ void probe_split(gpublasHandle_t h, int M, int N, int K, gpuStream_t s, gpuEvent
 
 void probe(gpublasHandle_t h, gpublasLtHandle_t lt, int M, int N, int K, gpuStream_t s, gpuEvent_t e0,
            gpuEvent_t e1) {
-  Setup st{M, N, K, {}, nullptr, nullptr, nullptr, s, e0, e1};
-  const size_t wbytes = size_t(N) * K * 2;
-  const size_t copies = std::max<size_t>(1, (kRotateBytes + wbytes - 1) / wbytes);
-  for (size_t i = 0; i < copies; ++i) {
-    void* p;
-    CK(gpuMalloc(&p, wbytes));
-    CK(gpuMemsetAsync(p, 0x3c, wbytes, s));  // small non-zero bf16 values
-    st.w.push_back(p);
-  }
+  Setup st = with_weights(M, N, K, s, e0, e1);
   CK(gpuMalloc(&st.x, size_t(M) * K * 2));
   CK(gpuMalloc(&st.o, size_t(M) * N * 2));
   CK(gpuMalloc(&st.ws, kWorkspace));
@@ -239,7 +237,7 @@ void probe(gpublasHandle_t h, gpublasLtHandle_t lt, int M, int N, int K, gpuStre
   std::printf("gemm_search M=%d N=%d K=%d default %.1f us, heuristic best %.1f us (tile %d split %d, of %d), "
               "with split-K overrides %.1f us (tile %d split %d; %d configs timed); W %.1f MB, %.2f GFLOP\n",
               M, N, K, t_default, t_heur, heur_tile, heur_split, n_found, t_best, best_tile, best_split, tried,
-              wbytes / 1e6, 2.0 * M * N * K / 1e9);
+              size_t(N) * K * 2 / 1e6, 2.0 * M * N * K / 1e9);
   (void)gpublasLtMatmulPreferenceDestroy(pref);
   (void)gpublasLtMatrixLayoutDestroy(ld);
   (void)gpublasLtMatrixLayoutDestroy(lb);

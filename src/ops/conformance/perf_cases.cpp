@@ -477,12 +477,8 @@ std::vector<OpCase> matmul_add_rms_norm_perf(DType act) {
       c.flops = 2.0 * m * kQ8Hidden * k;
       c.bytes = (double(kQ8Hidden) * k + double(m) * k + 3.0 * m * kQ8Hidden + kQ8Hidden) * dtype_size(act);
       c.invoke = [](const std::vector<Tensor>& t, const ArgsSink& sink) {
-        MatmulAddRmsNormArgs a;
-        a.x = t[0];
-        a.w = t[1];
-        a.residual = t[2];
-        a.norm_weight = t[3];
-        a.h = t[4];
+        const MatmulAddRmsNormArgs a{
+            .x = t[0], .w = t[1], .bias = Tensor(), .residual = t[2], .norm_weight = t[3], .h = t[4]};
         sink(a.desc(), &a);
       };
       v.push_back(std::move(c));
