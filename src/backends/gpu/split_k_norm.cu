@@ -91,8 +91,10 @@ __global__ void __launch_bounds__(kThreads)
 void launch_split_k_add_rms_norm(const MatmulAddRmsNormArgs& a, const float* partials, int splits, Stream& s) {
   const int64_t M = a.residual.size(0), D = a.residual.size(1);
   static_assert(kSplitKNormMaxWidth == 4 * kThreads * kN, "the widest row is 4 vectors per thread");
-  if (D % kN != 0 || D > kSplitKNormMaxWidth)
-    fail("MATMUL_ADD_RMS_NORM split-K norm: rows of whole 16-byte vectors, at most 8192 values");
+  if (D > kSplitKNormMaxWidth || !vec_view(a.residual, kN) || !vec_view(a.h, kN) || !vec_view(a.norm_weight, kN) ||
+      (a.bias.defined() && !vec_view(a.bias, kN)))
+    fail("MATMUL_ADD_RMS_NORM split-K norm: the residual, h, the norm weight and the bias need rows of whole "
+         "16-byte vectors, at most 8192 values");
   if (splits < 2 || splits > kSplitKNormMaxSplits) fail("MATMUL_ADD_RMS_NORM split-K norm: 2 to 4 slices");
   const int nvt = int((D / kN + kThreads - 1) / kThreads);
   dispatch_float(a.residual.dtype, [&](auto ta) {
