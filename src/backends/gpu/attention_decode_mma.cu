@@ -98,14 +98,16 @@ constexpr int kWarps = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 // Tile buffers per warp. Three stages (two tiles in flight per warp, two blocks per SM instead of
 // three) measured no faster on the H200 at batch 1 with 4k or 32k keys (12.2 / 43.0 us either
-// way), and two keep three blocks per SM for large batches. The cluster form too: three stages
-// 12.3 / 55.8 us against 12.1 / 54.8, and four (one block per SM: a cluster of 16 then needs 16
-// free SMs of one GPC) 21.8 / 88.0.
+// way), and two leave shared memory for three blocks per SM at large batches (registers
+// permitting: kLargeMinBlocks). The cluster form too: three stages 12.3 / 55.8 us against
+// 12.1 / 54.8, and four (one block per SM: a cluster of 16 then needs 16 free SMs of one GPC)
+// 21.8 / 88.0.
 // fp8 caches too. With the fragments built from the e4m3 tiles (kDirect), whose buffers are half
 // the size, 3 or 4 stages, and a 4-blocks-per-SM form (Q's fragments in shared memory, 124
 // registers), took batch 256 x 1k keys from 173.8 to 167-171 us but the throughput workload not
 // at all (H200: 10689-10701 out tok/s for all; BENCHMARKS.md, twentieth session).
 constexpr int kStages = 2;
+constexpr int kLargeMinBlocks = 3;  // the large-batch fp8 form's blocks per SM (see the kernel)
 
 // Arrival counters of the in-kernel split merge, one per (sequence, KV head, row tile) of a
 // launch. A __device__ array is zero when the module loads on each device and has a fixed address,
@@ -183,8 +185,18 @@ constexpr size_t kSmemBytes = kDynSmemAlign + size_t(kRows) * kLd<D> * 2 + size_
 // us with an fp8 cache, ragged contexts of 100..2042 keys 185.0 -> 182.2, the throughput workload
 // 10,651 -> 10,707 out tok/s; at batch 1 the same form took Qwen3-8B from 4.05 to 4.07-4.08 ms
 // (more code fetched once per launch), so small batches keep the compact form.
-template <class T, class TC, int D, bool kCluster, int W, bool kLarge = false>
-__global__ void __launch_bounds__(W * 32) attn_decode_mma_kernel(AttnParams p) {
+// kMinBlocks: blocks per compute unit the register allocation must allow (__launch_bounds__).
+// The large-batch form with fragments from e4m3 tiles (kDirect) asks for kLargeMinBlocks = 3:
+// left to itself ptxas gives it 178 registers, which fit only 2 blocks of 4 warps per SM, and its
+// tile loop is bound by the latency of its chains, so the third block's warps are what hides it.
+// Bounded, it takes 165 registers with no spills. H200, one binary (BENCHMARKS.md, thirty-seventh
+// session; `ops perf --cold`, Qwen3-8B heads, fp8 cache): 256 x 1k keys 165.1 -> 153.9 us, 256
+// ragged 100..2042 169.2 -> 153.8, 96 ragged 72.0 -> 68.1, 32 ragged 37.9 -> 34.3; the throughput
+// workload 10,939-10,966 -> 11,149-11,162 out tok/s. Four blocks (128 registers, Q's fragments
+// then read from shared memory each tile) took 256 x 1k to 146.0 us but ragged 256 only to 161.8
+// and 96 to 75.0 (slower), and the workload not at all (11,016-11,021 against 11,019-11,026).
+template <class T, class TC, int D, bool kCluster, int W, bool kLarge = false, int kMinBlocks = 1>
+__global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row of Q
   // The cache as copied: 16-byte vectors of EV values, CVPR per row, rows SLD values apart.
@@ -688,7 +700,7 @@ template <class T, class TC, int D, int W>
 void launch(const AttnParams& p, int B, bool large, Stream& s) {
   auto* kernel = attn_decode_mma_kernel<T, TC, D, false, W>;
   if constexpr (W == kWarps)  // 8-warp blocks are taken at small batches only
-    if (large) kernel = attn_decode_mma_kernel<T, TC, D, false, W, true>;
+    if (large) kernel = attn_decode_mma_kernel<T, TC, D, false, W, true, kDirect<D, TC> ? kLargeMinBlocks : 1>;
   (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<D, W, TC>));
   launch_programmatic(s, kernel, grid_of(p, B), dim3(W * 32), kSmemBytes<D, W, TC>, p);
 }
@@ -744,7 +756,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const bool ok = attention_views_vec16(p, fp8 ? 16 : 8);
   if (!ok) return attn_decode_portable(a, s);
   // At least two tiles per warp and split (one in flight while the other is computed).
-  // With 4 warps, small batches get about two blocks per compute unit (three fit): one wave, and
+  // With 4 warps, small batches get about two blocks per compute unit (up to three fit): one wave, and
   // fewer partials to merge; large ones four (several waves, so the last one's tail matters less).
   // Measured at batch 1 with Qwen3-8B heads on the H200 (two per compute unit: 12.2 us at 4k
   // keys, 43.0 at 32k): three per compute unit is 50 splits, 400 blocks for 396 slots, and the

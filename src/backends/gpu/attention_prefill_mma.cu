@@ -95,17 +95,37 @@ __global__ void __launch_bounds__(kThreads) attn_prefill_mma_kernel(AttnParams p
       cp_async16(sV + r * SLD + c * EV, vc + vo + c * EV, ok ? 16 : 0);
     }
   };
-  for (int i = tid; i < BQ * VPR; i += kThreads) {
-    const int r = i / VPR, c = i % VPR;
-    const int64_t off = r < nq ? int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + c * 8 : 0;
-    if constexpr (std::is_same_v<TM, T>) {
-      cp_async16(sQ + r * LD + c * 8, q + off, r < nq ? 16 : 0);
-    } else {  // bf16 q, fp8 cache: scaled, converted to f16 (made visible by the loop's first barrier)
-      const uint4 v = r < nq ? *reinterpret_cast<const uint4*>(q + off) : make_uint4(0u, 0u, 0u, 0u);
-      *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = bf16x8_to_f16x8_satfinite(v, sl2);
+  // The first tile's copies go out before Q is staged, so its round trip overlaps Q's.
+  issue(0, 0);
+  if constexpr (std::is_same_v<TM, T>) {
+    for (int i = tid; i < BQ * VPR; i += kThreads) {
+      const int r = i / VPR, cq = i % VPR;
+      const int64_t off = r < nq ? int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + cq * 8 : 0;
+      cp_async16(sQ + r * LD + cq * 8, q + off, r < nq ? 16 : 0);
+    }
+  } else {  // bf16 q, fp8 cache: scaled, converted to f16 (made visible by the loop's first barrier)
+    // Every load is issued before the first conversion: one round trip per thread, not kQVecs.
+    // With the loop rolled and the first tile copied after Q, a block started with ~16 round trips
+    // in a row, a large share of a short prompt's block. H200, one binary (`ops perf -o
+    // ATTN_PREFILL`, Qwen3-8B heads): 16 prompts of 100..898 tokens 307.1 -> 262.2 us, a 4k prompt
+    // 658.6 -> 636.0 (bf16 caches, whose Q is a cp.async, unchanged: 263.6 / 262.0, 668.1 / 660.8).
+    // Loading the tile rows' block-table entries together before their copies, tried alongside,
+    // made bf16 caches slower (4k 667 -> 746 us) and was dropped.
+    constexpr int kQVecs = BQ * VPR / kThreads;  // 16-byte vectors of Q per thread
+    static_assert(BQ * VPR % kThreads == 0, "whole vectors of Q per thread");
+    uint4 qv[kQVecs];
+#pragma unroll
+    for (int k = 0; k < kQVecs; ++k) {
+      const int i = tid + k * kThreads, r = i / VPR, cq = i % VPR;
+      const int64_t off = int64_t(q0 + qt0 + r) * p.q_s0 + int64_t(h) * p.q_s1 + cq * 8;
+      qv[k] = r < nq ? *reinterpret_cast<const uint4*>(q + off) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int k = 0; k < kQVecs; ++k) {
+      const int i = tid + k * kThreads, r = i / VPR, cq = i % VPR;
+      *reinterpret_cast<uint4*>(sQ + r * LD + cq * 8) = bf16x8_to_f16x8_satfinite(qv[k], sl2);
     }
   }
-  issue(0, 0);
   cp_async_commit();
 
   // Warp w owns query rows 16 MT w .. 16 MT (w + 1) - 1 of the tile; m-tile t of the warp holds
