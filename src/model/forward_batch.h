@@ -23,6 +23,9 @@ struct ForwardBatch {
   Tensor block_tables;     // [B, max_blocks] i32
   Tensor seq_lens;         // [B] i32: context length after this step
   Tensor query_start_loc;  // [B + 1] i32
+  // [num_decode_seqs] i32 or undefined: the decode sequences longest context first
+  // (AttentionArgs::work_order), for kernels that schedule their work by it.
+  Tensor decode_order;
   Tensor prefill_query_start_loc;  // [B - D + 1] i32, mixed steps only: query_start_loc[D..B] - D
   Tensor logits_indices;   // [L] i32: token rows whose next-token logits are wanted
   Tensor state_slots;      // [B] i32: recurrent-state slot of each sequence (hybrid models)

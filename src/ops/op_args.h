@@ -210,6 +210,11 @@ struct AttentionArgs {
   Tensor block_tables;     // [B, max_blocks] i32
   Tensor seq_lens;         // [B] i32
   Tensor query_start_loc;  // [B + 1] i32
+  // Optional, [B] i32, step metadata as above: a permutation of the sequences, longest context
+  // first, in which a kernel may schedule their work (ATTN_DECODE on the GPU: its blocks start in
+  // this order, so the longest contexts do not start last and run on alone). Results do not
+  // depend on it; backends that do not read it see the batch order.
+  Tensor work_order;
   float scale = 1.f;
   int max_q_len = 0, max_seq_len = 0;
   std::vector<int32_t> host_seq_lens, host_query_start_loc;  // host mirrors

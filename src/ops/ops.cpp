@@ -1,5 +1,7 @@
 #include "ops/ops.h"
 
+#include "core/error.h"
+
 namespace portllm::ops {
 
 void embed(OpContext& ctx, const Tensor& out, const Tensor& table, const Tensor& ids) {
@@ -84,6 +86,9 @@ void qk_norm_rope_kv_write(OpContext& ctx, const QkNormRopeKvWriteArgs& a) {
 }
 
 void attention(OpContext& ctx, const AttentionArgs& a) {
+  PL_CHECK(!a.work_order.defined() || (a.work_order.dtype == DType::I32 && a.work_order.numel() == a.seq_lens.numel()),
+           "attention: work_order must hold {} i32 sequence indices, got {} of {}", a.seq_lens.numel(),
+           a.work_order.numel(), dtype_name(a.work_order.dtype));
   run(ctx, a.desc(a.max_q_len == 1 ? Op::ATTN_DECODE : Op::ATTN_PREFILL), a);
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/batch_builder.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "core/error.h"
 
@@ -33,6 +34,13 @@ class PackedUpload {
   Tensor dev_;
 };
 }  // namespace
+
+std::vector<int32_t> longest_first(const int32_t* lens, int n) {
+  std::vector<int32_t> order(size_t(std::max(n, 0)));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return lens[x] > lens[y]; });
+  return order;
+}
 
 ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seqs, int64_t page) {
   ForwardBatch b;
@@ -86,13 +94,14 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
   std::vector<int32_t>& prefill_qsl = b.host_prefill_query_start_loc;
   if (mixed)
     for (size_t k = D; k <= seqs.size(); ++k) prefill_qsl.push_back(b.host_query_start_loc[k] - int32_t(D));
+  const std::vector<int32_t> decode_order = longest_first(b.host_seq_lens.data(), b.num_decode_seqs);
   b.num_tokens = int(ids.size());
   b.host_positions = pos;
   PackedUpload up;
   const size_t o_ids = up.add(ids), o_pos = up.add(pos), o_slots = up.add(slots), o_tables = up.add(tables),
                o_lens = up.add(b.host_seq_lens), o_qsl = up.add(b.host_query_start_loc), o_logits = up.add(logit_rows),
                o_state = up.add(b.host_state_slots), o_init = up.add(b.host_has_initial_state),
-               o_pqsl = up.add(prefill_qsl);
+               o_pqsl = up.add(prefill_qsl), o_order = up.add(decode_order);
   up.upload(ctx);
   const int64_t B = int64_t(seqs.size());
   b.token_ids = up.view(o_ids, {int64_t(ids.size())});
@@ -105,6 +114,7 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
   b.state_slots = up.view(o_state, {B});
   b.has_initial_state = up.view(o_init, {B});
   if (mixed) b.prefill_query_start_loc = up.view(o_pqsl, {int64_t(prefill_qsl.size())});
+  if (D > 0) b.decode_order = up.view(o_order, {int64_t(D)});
   return b;
 }
 

@@ -61,6 +61,7 @@ DecodeGraphs::DecodeGraphs(Model& model, OpContext& ctx, KvCache& cache, std::ve
   lay_.rows = take(S);
   lay_.states = take(S);
   lay_.init = take(S);
+  lay_.order = take(S);
   lay_.tables = take(S * size_t(max_blocks_));
   lay_.total = off;
   inputs_ = ctx_.device->zeros(DType::I32, {int64_t(lay_.total)});
@@ -74,7 +75,7 @@ ForwardBatch DecodeGraphs::batch_for(int size) const {
   };
   const int64_t n = size;
   ForwardBatch b;
-  b.num_tokens = b.num_seqs = size;
+  b.num_tokens = b.num_seqs = b.num_decode_seqs = size;
   b.max_q_len = 1;
   b.max_seq_len = int(max_model_len_);  // kernels plan for the longest context
   b.token_ids = view(lay_.ids, {n});
@@ -86,6 +87,7 @@ ForwardBatch DecodeGraphs::batch_for(int size) const {
   b.state_slots = view(lay_.states, {n});
   b.has_initial_state = view(lay_.init, {n});
   b.block_tables = view(lay_.tables, {n, max_blocks_});
+  b.decode_order = view(lay_.order, {n});
   // No host mirrors: a replay changes the device inputs only, so anything planned from a mirror
   // would keep the capture-time batch. Left empty, a kernel that consults them sees none and
   // must plan from max_q_len / max_seq_len (the GPU kernels never read them).
@@ -132,6 +134,9 @@ void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
     h[lay_.init + size_t(i)] = p > 0 ? 1 : 0;
   }
   h[lay_.qsl + size_t(size)] = size;
+  // Padding rows (context 1) sort last.
+  const std::vector<int32_t> order = longest_first(h + lay_.lens, size);
+  std::copy(order.begin(), order.end(), h + lay_.order);
   ctx_.device->copy_to_device(inputs_.data, h, used * 4, ctx_.stream);
   buf.done->record(*ctx_.stream);
 }

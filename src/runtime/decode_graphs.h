@@ -52,7 +52,7 @@ class DecodeGraphs {
 
  private:
   struct Layout {  // offsets (in i32 elements) of each array in the packed input buffer
-    size_t ids, pos, slots, lens, qsl, rows, states, init, tables, total;
+    size_t ids, pos, slots, lens, qsl, rows, states, init, order, tables, total;
   };
   ForwardBatch batch_for(int size) const;
   size_t size_index(int n) const;  // index of the smallest size >= n

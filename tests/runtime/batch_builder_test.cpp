@@ -58,6 +58,23 @@ TEST(BatchBuilder, DecodeSequencesFirstLogitsInGivenOrder) {
   // The prefill part [2, 4) as a batch of its own.
   EXPECT_EQ(ints(b.prefill_query_start_loc), (std::vector<int32_t>{0, 3, 5}));
   EXPECT_EQ(b.host_prefill_query_start_loc, (std::vector<int32_t>{0, 3, 5}));
+  // The decode part's work order, longest context first: layout rows 0 (8 keys), 1 (4).
+  EXPECT_EQ(ints(b.decode_order), (std::vector<int32_t>{0, 1}));
+}
+
+TEST(BatchBuilder, DecodeOrderLongestContextFirstTiesInBatchOrder) {
+  OpContext ctx{cpu()};
+  using L = SeqWork::Logits;
+  const ForwardBatch d = build_forward_batch(ctx,
+                                             {work({1}, 4, {0}, L::Last), work({2}, 30, {1, 2}, L::Last),
+                                              work({3}, 9, {3}, L::Last), work({4}, 4, {4}, L::Last)},
+                                             kPage);
+  EXPECT_EQ(ints(d.decode_order), (std::vector<int32_t>{1, 2, 0, 3}));
+  const int32_t lens[] = {5, 7, 7, 1, 9};
+  EXPECT_EQ(longest_first(lens, 5), (std::vector<int32_t>{4, 1, 2, 0, 3}));
+  EXPECT_TRUE(longest_first(lens, 0).empty());
+  // A step without decode sequences has no work order.
+  EXPECT_FALSE(build_forward_batch(ctx, {work({1, 2}, 0, {0}, L::Last)}, kPage).decode_order.defined());
 }
 
 TEST(BatchBuilder, UnmixedStepsKeepTheirOrder) {

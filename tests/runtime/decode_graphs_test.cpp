@@ -162,6 +162,11 @@ void expect_same_inputs(const ForwardBatch& g, const ForwardBatch& e, int size) 
     }
   }
   EXPECT_EQ(qsl[size_t(size)], size);
+  // Every row is a decode, and the work order is the eager batch's with the padding rows last.
+  EXPECT_EQ(g.num_decode_seqs, size);
+  std::vector<int32_t> order = ge(e.decode_order);
+  for (int i = n; i < size; ++i) order.push_back(i);
+  EXPECT_EQ(ge(g.decode_order), order);
 }
 
 void expect_close(const std::vector<float>& g, const std::vector<float>& e, size_t n, const std::string& what) {

@@ -17,6 +17,9 @@ struct AttnParams {
   const int32_t* block_tables;
   const int32_t* seq_lens;
   const int32_t* qsl;
+  // [B] or null: the sequence grid row y serves (AttentionArgs::work_order; only the tensor-core
+  // decode kernel reads it).
+  const int32_t* work_order;
   int64_t q_s0, q_s1, o_s0, o_s1;
   int64_t kc_s0, kc_s1, kc_s2, vc_s0, vc_s1, vc_s2;  // [NB, page, H, D] strides (last is 1)
   int64_t bt_s0;
@@ -60,6 +63,7 @@ inline AttnParams params_of(const AttentionArgs& a) {
   p.block_tables = a.block_tables.ptr<int32_t>();
   p.seq_lens = a.seq_lens.ptr<int32_t>();
   p.qsl = a.query_start_loc.ptr<int32_t>();
+  if (a.work_order.defined()) p.work_order = a.work_order.ptr<int32_t>();  // checked by ops::attention
   p.q_s0 = a.q.strides[0];
   p.q_s1 = a.q.strides[1];
   p.o_s0 = a.out.strides[0];

@@ -214,7 +214,10 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   static_assert(kKeys * CVPR % 32 == 0, "a tile is a whole number of 16-byte copies per lane");
   const int row_tiles = (p.group + kRows - 1) / kRows;
   const int kh = blockIdx.x / row_tiles, rt = blockIdx.x % row_tiles;
-  const int b = blockIdx.y, split = blockIdx.z;
+  // Grid rows follow the work order where one is given (longest context first: blocks start in
+  // grid order, so the long sequences' blocks start in the first waves instead of running on
+  // alone at the end of a ragged batch).
+  const int b = p.work_order ? p.work_order[blockIdx.y] : int(blockIdx.y), split = blockIdx.z;
   const int h0 = kh * p.group + rt * kRows;
   const int ng = min(kRows, p.group - rt * kRows);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -691,6 +694,19 @@ int early_trigger_keys() {
   return v;
 }
 
+// Whether the grid follows AttentionArgs::work_order (longest context first) for a launch of
+// `blocks` blocks (splits aside). Blocks start in grid order, so in a ragged batch of a few waves
+// the long contexts' blocks otherwise start late and run on alone. Up to 4 waves of the large form
+// only: H200, Qwen3-8B heads, fp8 cache, ragged contexts 100..2042 (`ops perf --cold`,
+// BENCHMARKS.md, thirty-eighth session), batch 96 (1.9 waves) 67.3 -> 56.9 us, 160 (3.2 waves)
+// 100.1 -> 96.8, 32 (3 splits) 34.0 -> 31.7, but 256 (5.2 waves) 150.7 -> 155.8: there a tail of
+// only short blocks, each bound by its first tile's latency, costs more than the long ones would.
+// PORTLLM_ATTN_ORDER=off|always overrides the rule (read once), for measuring.
+bool follow_work_order(int blocks, const DeviceCaps& caps) {
+  static const int mode = env_switch("PORTLLM_ATTN_ORDER", {"off", "always", "auto"}, 2);
+  return mode == 1 || (mode == 2 && blocks <= 4 * kLargeMinBlocks * caps.num_compute_units);
+}
+
 dim3 grid_of(const AttnParams& p, int B) {
   const int row_tiles = (p.group + kRows - 1) / kRows;
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
@@ -764,6 +780,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const int blocks = B * p.Hkv * ((p.group + kRows - 1) / kRows);
   const DeviceCaps& caps = caps_of(s);
   const bool small_batch = blocks < caps.num_compute_units;
+  if (!follow_work_order(blocks, caps)) p.work_order = nullptr;
   // 8-warp blocks (small_batch_warps) fit once per compute unit, so they are taken where at least
   // two of them per (sequence, KV head) fit in one wave (a block then holds a 256-key split's tiles
   // in flight at once), and no more of them than compute units: a 17th split of Qwen3-8B's 8 KV

@@ -56,6 +56,7 @@ void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, c
   a.max_q_len = b.max_q_len;
   a.max_seq_len = b.max_seq_len;
   const int D = b.num_decode_seqs, B = b.num_seqs;
+  if (D == B) a.work_order = b.decode_order;
   if (D == 0 || D == B) {
     a.host_seq_lens = b.host_seq_lens;
     a.host_query_start_loc = b.host_query_start_loc;
@@ -67,7 +68,7 @@ void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, c
   // of its own per head: on the H200 the nano-vllm workload's mixed steps spent 1.05 ms per layer
   // there, 2.9 of its 19 s of kernel time (`PORTLLM_PROFILE_OPS=1 portllm bench throughput`,
   // BENCHMARKS.md, seventh session).
-  auto part = [&](int s0, int n, int max_q_len, const Tensor& qsl, const int32_t* host_qsl) {
+  auto part = [&](int s0, int n, int max_q_len, const Tensor& qsl, const int32_t* host_qsl, const Tensor& order = {}) {
     const int t0 = b.host_query_start_loc[size_t(s0)], t1 = b.host_query_start_loc[size_t(s0 + n)];
     AttentionArgs p = a;
     p.out = out.slice(0, t0, t1 - t0);
@@ -75,6 +76,7 @@ void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, c
     p.block_tables = b.block_tables.slice(0, s0, n);
     p.seq_lens = b.seq_lens.slice(0, s0, n);
     p.query_start_loc = qsl;
+    p.work_order = order;
     p.max_q_len = max_q_len;
     p.host_seq_lens.assign(b.host_seq_lens.begin() + s0, b.host_seq_lens.begin() + s0 + n);
     p.host_query_start_loc.assign(host_qsl, host_qsl + n + 1);
@@ -82,7 +84,7 @@ void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, c
     ops::attention(ctx, p);
   };
   // The prefill part's longest query is the batch's: every decode sequence feeds one token.
-  part(0, D, 1, b.query_start_loc.slice(0, 0, D + 1), b.host_query_start_loc.data());
+  part(0, D, 1, b.query_start_loc.slice(0, 0, D + 1), b.host_query_start_loc.data(), b.decode_order);
   part(D, B - D, b.max_q_len, b.prefill_query_start_loc, b.host_prefill_query_start_loc.data());
 }
 

@@ -14,6 +14,7 @@ struct AttnShape {
                         // captured for max_model_len passes that bound); 0 = the longest context
   bool head_major = false;  // pages stored [head, token, dim] (PORTLLM_KV_LAYOUT=hnd), seen through
                             // the [block, token, head, dim] view with permuted strides
+  bool longest_first = false;  // passes a work order, longest context first (AttentionArgs::work_order)
 };
 OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode);
 // A contiguous [NB, H, page, D] cache seen as [NB, page, H, D] (head-major pages).

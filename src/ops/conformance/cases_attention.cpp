@@ -32,6 +32,12 @@ AttnShape head_major(AttnShape s) {
   return s;
 }
 
+// The same shape with a work order, longest context first (the engine's decode steps).
+AttnShape longest_first(AttnShape s) {
+  s.longest_first = true;
+  return s;
+}
+
 std::vector<AttnShape> shapes(bool decode) {
   if (decode)
     return {{{1}, {1}, 4, 2, 64, 16},          {{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16},
@@ -42,7 +48,8 @@ std::vector<AttnShape> shapes(bool decode) {
             // uses follow its own context (1, several, and 2 of the launch's splits)
             {{1, 1, 1}, {40, 700, 129}, 8, 2, 128, 16, 4096},
             large_decode_batch(), large_decode_batch(64), large_decode_batch(256),
-            head_major({{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16}), head_major(large_decode_batch())};
+            head_major({{1, 1, 1}, {5, 17, 33}, 8, 2, 128, 16}), head_major(large_decode_batch()),
+            longest_first(large_decode_batch()), longest_first({{1, 1, 1}, {40, 700, 129}, 8, 2, 128, 16, 4096})};
   return {{{5}, {5}, 4, 2, 64, 16},           {{7, 13}, {7, 20}, 8, 2, 128, 16},
           {{1, 5, 3}, {9, 5, 40}, 4, 1, 32, 16}, {{33}, {100}, 8, 8, 64, 64},
           {{17, 2}, {17, 66}, 6, 3, 256, 16},  {{64}, {64}, 16, 2, 128, 64},
@@ -98,8 +105,8 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
                        *std::max_element(s.ctx_lens.begin(), s.ctx_lens.end()));
   else
     for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
-  c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}{}", lens, s.Hq, s.Hkv, s.D, s.page,
-                       dtype_name(cache_dt), s.head_major ? " hnd" : "");
+  c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}{}{}", lens, s.Hq, s.Hkv, s.D, s.page,
+                       dtype_name(cache_dt), s.head_major ? " hnd" : "", s.longest_first ? " longest-first" : "");
   // An fp8 cache's values are read exactly on every side (e4m3 widens exactly to any float type),
   // so it adds no rounding of its own: the bound of a 16-bit cache.
   c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt == DType::F8E4M3 ? DType::BF16 : cache_dt));
@@ -112,6 +119,13 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
                r.ints(tables, {B, max_blocks}),
                r.ints(std::vector<int32_t>(s.ctx_lens.begin(), s.ctx_lens.end()), {B}),
                r.ints(qsl, {B + 1})};
+  if (s.longest_first) {
+    std::vector<int32_t> order(static_cast<size_t>(B));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t x, int32_t y) { return s.ctx_lens[size_t(x)] > s.ctx_lens[size_t(y)]; });
+    c.tensors.push_back(r.ints(order, {B}));
+  }
   c.outputs = {0};
   const float scale = float(1.0 / std::sqrt(double(s.D)));
   const int max_q = *std::max_element(s.q_lens.begin(), s.q_lens.end());
@@ -126,6 +140,7 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
     a.block_tables = t[4];
     a.seq_lens = t[5];
     a.query_start_loc = t[6];
+    if (s.longest_first) a.work_order = t[7];
     a.scale = scale;
     a.max_q_len = max_q;
     a.max_seq_len = max_ctx;

@@ -24,20 +24,22 @@ double bytes_of(const Tensor& t) { return t.defined() ? double(t.numel()) * doub
 // (4 KV heads) at batch 1 with the short context of the MoE decode benchmark; batch 256 again with
 // pages of 64 keys (the CUDA default is 16), and with head-major pages (PORTLLM_KV_LAYOUT=hnd,
 // "hnd"), and ragged batches of 256 / 96 / 32 / 20 sequences with contexts spread over 100..2048
-// keys as in the throughput workload (ctx 0 below: 100 + (997 b mod 1949)). The bounds are what a
+// keys as in the throughput workload (ctx 0 below: 100 + (997 b mod 1949)), those of 256 / 96 / 32
+// again with the engine's work order (longest context first). The bounds are what a
 // decode graph passes as max_seq_len (the model's maximum), so the split count is the graph's.
 // Each with a cache of the activation dtype and an fp8 one (--kv-dtype fp8).
 std::vector<OpCase> attn_decode_perf(DType act) {
   if (act == DType::F32) return {};  // the engine keeps 16-bit caches on GPUs
   std::vector<OpCase> v;
-  struct S { int B, ctx, bound, hkv, page = 16; bool hnd = false; };
+  struct S { int B, ctx, bound, hkv, page = 16; bool hnd = false; bool longest_first = false; };
   for (DType cache : {act, DType::F8E4M3})
     for (S s : {S{1, 512, 8192, 8}, S{1, 4096, 8192, 8}, S{1, 32768, 40960, 8}, S{64, 1024, 2048, 8},
                 S{256, 1024, 2048, 8}, S{1, 192, 1024, 4}, S{256, 1024, 2048, 8, 64}, S{256, 1024, 2048, 8, 16, true},
                 S{1, 32768, 40960, 8, 16, true}, S{256, 0, 2048, 8}, S{96, 0, 2048, 8}, S{32, 0, 2048, 8},
-                S{20, 0, 2048, 8}}) {
+                S{20, 0, 2048, 8}, S{256, 0, 2048, 8, 16, false, true}, S{160, 0, 2048, 8}, S{160, 0, 2048, 8, 16, false, true}, S{96, 0, 2048, 8, 16, false, true},
+                S{32, 0, 2048, 8, 16, false, true}}) {
       AttnShape sh{std::vector<int>(size_t(s.B), 1), std::vector<int>(size_t(s.B), s.ctx), 32, s.hkv, 128, s.page, s.bound,
-                   s.hnd};
+                   s.hnd, s.longest_first};
       if (s.ctx == 0)  // ragged
         for (int b = 0; b < s.B; ++b) sh.ctx_lens[size_t(b)] = 100 + (b * 997) % 1949;
       double keys = 0;
