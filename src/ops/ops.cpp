@@ -1,5 +1,8 @@
 #include "ops/ops.h"
 
+#include <algorithm>
+#include <numeric>
+
 #include "core/error.h"
 
 namespace portllm::ops {
@@ -83,6 +86,13 @@ void qk_norm_rope_kv_write(OpContext& ctx, const QkNormRopeKvWriteArgs& a) {
   }
   rope(ctx, a.q, a.k, a.positions, a.cos_sin, a.rot_dim, a.interleaved);
   kv_write(ctx, KvWriteArgs{a.k, a.v, a.k_cache, a.v_cache, a.slot_mapping});
+}
+
+std::vector<int32_t> longest_first(const int32_t* lens, int n) {
+  std::vector<int32_t> order(size_t(std::max(n, 0)));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return lens[x] > lens[y]; });
+  return order;
 }
 
 void attention(OpContext& ctx, const AttentionArgs& a) {

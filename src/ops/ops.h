@@ -2,6 +2,9 @@
 // dispatcher pick a kernel for this device, and runs it on the context's stream. Nothing here
 // knows about CUDA, MUSA or the CPU.
 #pragma once
+#include <cstdint>
+#include <vector>
+
 #include "ops/op_args.h"
 #include "ops/op_profiler.h"
 #include "ops/op_skip.h"
@@ -55,6 +58,9 @@ void kv_write(OpContext& ctx, const KvWriteArgs& args);
 // q/k norm + RoPE + KV write: the fused kernel where the device has one, else the four ops.
 void qk_norm_rope_kv_write(OpContext& ctx, const QkNormRopeKvWriteArgs& args);
 void attention(OpContext& ctx, const AttentionArgs& args);  // ATTN_DECODE when max_q_len == 1
+// Indices 0 .. n - 1 ordered by lens[i], longest first (ties in index order): the work order
+// AttentionArgs::work_order takes for a batch with these context lengths.
+std::vector<int32_t> longest_first(const int32_t* lens, int n);
 void argmax(OpContext& ctx, const Tensor& out, const Tensor& x);
 void softmax(OpContext& ctx, const Tensor& out, const Tensor& x);
 

@@ -1,9 +1,9 @@
 #include "runtime/batch_builder.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "core/error.h"
+#include "ops/ops.h"
 
 namespace portllm {
 
@@ -34,13 +34,6 @@ class PackedUpload {
   Tensor dev_;
 };
 }  // namespace
-
-std::vector<int32_t> longest_first(const int32_t* lens, int n) {
-  std::vector<int32_t> order(size_t(std::max(n, 0)));
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return lens[x] > lens[y]; });
-  return order;
-}
 
 ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seqs, int64_t page) {
   ForwardBatch b;
@@ -94,7 +87,7 @@ ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seq
   std::vector<int32_t>& prefill_qsl = b.host_prefill_query_start_loc;
   if (mixed)
     for (size_t k = D; k <= seqs.size(); ++k) prefill_qsl.push_back(b.host_query_start_loc[k] - int32_t(D));
-  const std::vector<int32_t> decode_order = longest_first(b.host_seq_lens.data(), b.num_decode_seqs);
+  const std::vector<int32_t> decode_order = ops::longest_first(b.host_seq_lens.data(), b.num_decode_seqs);
   b.num_tokens = int(ids.size());
   b.host_positions = pos;
   PackedUpload up;

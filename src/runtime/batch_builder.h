@@ -31,10 +31,6 @@ struct DeviceTokenFeed {
 // stream: one device copy per run of consecutive rows.
 void apply_token_feed(OpContext& ctx, const Tensor& token_ids, const DeviceTokenFeed& feed);
 
-// Indices 0 .. n - 1 ordered by lens[i], longest first (ties in index order): the work order of
-// a step's decode sequences (ForwardBatch::decode_order).
-std::vector<int32_t> longest_first(const int32_t* lens, int n);
-
 ForwardBatch build_forward_batch(OpContext& ctx, const std::vector<SeqWork>& seqs, int64_t page_size);
 
 }  // namespace portllm

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "ops/ops.h"
 
 namespace portllm {
 
@@ -135,7 +136,7 @@ void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
   }
   h[lay_.qsl + size_t(size)] = size;
   // Padding rows (context 1) sort last.
-  const std::vector<int32_t> order = longest_first(h + lay_.lens, size);
+  const std::vector<int32_t> order = ops::longest_first(h + lay_.lens, size);
   std::copy(order.begin(), order.end(), h + lay_.order);
   ctx_.device->copy_to_device(inputs_.data, h, used * 4, ctx_.stream);
   buf.done->record(*ctx_.stream);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "ops/ops.h"
 #include "runtime/batch_builder.h"
 #include "runtime/kv_cache.h"
 
@@ -71,8 +72,8 @@ TEST(BatchBuilder, DecodeOrderLongestContextFirstTiesInBatchOrder) {
                                              kPage);
   EXPECT_EQ(ints(d.decode_order), (std::vector<int32_t>{1, 2, 0, 3}));
   const int32_t lens[] = {5, 7, 7, 1, 9};
-  EXPECT_EQ(longest_first(lens, 5), (std::vector<int32_t>{4, 1, 2, 0, 3}));
-  EXPECT_TRUE(longest_first(lens, 0).empty());
+  EXPECT_EQ(ops::longest_first(lens, 5), (std::vector<int32_t>{4, 1, 2, 0, 3}));
+  EXPECT_TRUE(ops::longest_first(lens, 0).empty());
   // A step without decode sequences has no work order.
   EXPECT_FALSE(build_forward_batch(ctx, {work({1, 2}, 0, {0}, L::Last)}, kPage).decode_order.defined());
 }

@@ -8,6 +8,7 @@
 
 #include "ops/conformance/cases.h"
 #include "ops/op_args.h"
+#include "ops/ops.h"
 
 namespace portllm::conformance {
 
@@ -120,11 +121,8 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
                r.ints(std::vector<int32_t>(s.ctx_lens.begin(), s.ctx_lens.end()), {B}),
                r.ints(qsl, {B + 1})};
   if (s.longest_first) {
-    std::vector<int32_t> order(static_cast<size_t>(B));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int32_t x, int32_t y) { return s.ctx_lens[size_t(x)] > s.ctx_lens[size_t(y)]; });
-    c.tensors.push_back(r.ints(order, {B}));
+    const std::vector<int32_t> lens(s.ctx_lens.begin(), s.ctx_lens.end());
+    c.tensors.push_back(r.ints(ops::longest_first(lens.data(), B), {B}));
   }
   c.outputs = {0};
   const float scale = float(1.0 / std::sqrt(double(s.D)));
