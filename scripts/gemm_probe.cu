@@ -7,6 +7,7 @@
 // and prints one line per shape: default, best heuristic and best overall, in us.
 // Timing: 20 back-to-back runs over rotating copies of W (together > 2 x L2), so the weights come
 // from memory as in a model step and no cache flush sits between runs; the mean per run.
+// GEMM_PROBE_MODE=all searches every configuration the library accepts (see probe_all).
 // GEMM_PROBE_MODE=split instead times a residual projection (o_proj, down) followed by the residual
 // add + RMSNorm, two ways: the default GemmEx writing bf16 and a norm kernel that adds it, against
 // a strided-batched GemmEx over S slices of K writing S f32 partials and a norm kernel that adds
@@ -248,6 +249,145 @@ void probe(gpublasHandle_t h, gpublasLtHandle_t lt, int M, int N, int K, gpuStre
   CK(gpuFree(st.o));
   CK(gpuFree(st.ws));
 }
+// GEMM_PROBE_MODE=all: every configuration cuBLASLt accepts for the problem, not only the ones its
+// heuristic offers: each algorithm id (AlgoGetIds) x its tile and stage ids (AlgoCapGetAttribute) x
+// cluster shape (auto, 1x1, 2x1, 1x2) x split-K 1 or 2, AlgoCheck'd. Each is timed over 5 runs; the
+// best 8 are timed again over kRuns. One line per shape: the heuristic's best and the best found.
+void probe_all(gpublasLtHandle_t lt, int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1) {
+  Setup st = with_weights(M, N, K, s, e0, e1);
+  CK(gpuMalloc(&st.x, size_t(M) * K * 2));
+  CK(gpuMalloc(&st.o, size_t(M) * N * 2));
+  CK(gpuMalloc(&st.ws, kWorkspace));
+  CK(gpuMemsetAsync(st.x, 0x3c, size_t(M) * K * 2, s));
+  const float alpha = 1.f, beta = 0.f;
+  gpublasLtMatmulDesc_t desc;
+  gpublasLtMatrixLayout_t la, lb, ld;
+  gpublasLtMatmulPreference_t pref;
+  BK(gpublasLtMatmulDescCreate(&desc, GPUBLAS_COMPUTE_32F, GPU_R_32F));
+  const int32_t ta = GPUBLAS_OP_T, tb = GPUBLAS_OP_N;
+  BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  BK(gpublasLtMatrixLayoutCreate(&la, GPU_R_16BF, uint64_t(K), uint64_t(N), K));
+  BK(gpublasLtMatrixLayoutCreate(&lb, GPU_R_16BF, uint64_t(K), uint64_t(M), K));
+  BK(gpublasLtMatrixLayoutCreate(&ld, GPU_R_16BF, uint64_t(N), uint64_t(M), N));
+  BK(gpublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t wsb = kWorkspace;
+  BK(gpublasLtMatmulPreferenceSetAttribute(pref, GPUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)));
+  auto timed = [&](const gpublasLtMatmulAlgo_t& algo, int runs) {
+    auto run = [&](int i) {
+      return gpublasLtMatmul(lt, desc, &alpha, st.w[size_t(i)], la, st.x, lb, &beta, st.o, ld, st.o, ld, &algo, st.ws,
+                             kWorkspace, s) == GPUBLAS_STATUS_SUCCESS;
+    };
+    for (int i = 0; i < 2; ++i)
+      if (!run(i % int(st.w.size()))) return -1.0;
+    CK(gpuEventRecord(st.e0, st.s));
+    for (int i = 0; i < runs; ++i)
+      if (!run(i % int(st.w.size()))) return -1.0;
+    CK(gpuEventRecord(st.e1, st.s));
+    CK(gpuEventSynchronize(st.e1));
+    float ms = 0;
+    CK(gpuEventElapsedTime(&ms, st.e0, st.e1));
+    return double(ms) * 1e3 / runs;
+  };
+  // The heuristic's best, as the tuner (matmul_lt_tuned.cpp) would find it among 16.
+  std::vector<gpublasLtMatmulHeuristicResult_t> found(16);
+  int n_found = 0;
+  BK(gpublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, int(found.size()), found.data(), &n_found));
+  double t_heur = 1e30;
+  for (int i = 0; i < n_found; ++i) {
+    const double t = timed(found[size_t(i)].algo, kRuns);
+    if (t > 0) t_heur = std::min(t_heur, t);
+  }
+  // Starting points: the heuristic's algorithms (their inner shapes and custom options are valid)
+  // and each algorithm id as AlgoInit makes it.
+  std::vector<gpublasLtMatmulAlgo_t> bases;
+  for (int i = 0; i < n_found; ++i) bases.push_back(found[size_t(i)].algo);
+  std::vector<int> ids(256);
+  int n_ids = 0;
+  BK(gpublasLtMatmulAlgoGetIds(lt, GPUBLAS_COMPUTE_32F, GPU_R_32F, GPU_R_16BF, GPU_R_16BF, GPU_R_16BF, GPU_R_16BF,
+                               int(ids.size()), ids.data(), &n_ids));
+  for (int k = 0; k < n_ids; ++k) {
+    gpublasLtMatmulAlgo_t a;
+    if (gpublasLtMatmulAlgoInit(lt, GPUBLAS_COMPUTE_32F, GPU_R_32F, GPU_R_16BF, GPU_R_16BF, GPU_R_16BF, GPU_R_16BF,
+                                ids[size_t(k)], &a) == GPUBLAS_STATUS_SUCCESS)
+      bases.push_back(a);
+  }
+  struct Cand { double t; gpublasLtMatmulAlgo_t a; int id, tile, stages, cluster, split; };
+  std::vector<Cand> cands;
+  int checked = 0, set_failed = 0, check_failed = 0;
+  for (size_t k = 0; k < bases.size(); ++k) {
+    const gpublasLtMatmulAlgo_t& base = bases[k];
+    if (k < size_t(n_found))
+      std::printf("  heuristic %zu: algo %d tile %d stages %d cluster %d split %d\n", k,
+                  config(base, GPUBLASLT_ALGO_CONFIG_ID), config(base, GPUBLASLT_ALGO_CONFIG_TILE_ID),
+                  config(base, GPUBLASLT_ALGO_CONFIG_STAGES_ID), config(base, GPUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID),
+                  config(base, GPUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+    auto cap_ids = [&](auto attr, int32_t own) {
+      std::vector<int32_t> v(256);
+      size_t n = 0;
+      if (gpublasLtMatmulAlgoCapGetAttribute(&base, attr, v.data(), v.size() * sizeof(int32_t), &n) !=
+              GPUBLAS_STATUS_SUCCESS || n == 0)
+        return std::vector<int32_t>{own};
+      v.resize(std::min(v.size(), n / sizeof(int32_t)));
+      return v;
+    };
+    const std::vector<int32_t> tiles = cap_ids(GPUBLASLT_ALGO_CAP_TILE_IDS, config(base, GPUBLASLT_ALGO_CONFIG_TILE_ID));
+    const std::vector<int32_t> stages =
+        cap_ids(GPUBLASLT_ALGO_CAP_STAGES_IDS, config(base, GPUBLASLT_ALGO_CONFIG_STAGES_ID));
+    const int32_t own_cluster = config(base, GPUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID);
+    std::vector<int32_t> clusters{own_cluster};  // -1: the algorithm has no cluster attribute
+    if (own_cluster >= 0)
+      for (int32_t c : {2, 3, 5})  // 1x1, 2x1, 1x2
+        if (c != own_cluster) clusters.push_back(c);
+    int32_t splitk_ok = 0;
+    size_t n = 0;
+    (void)gpublasLtMatmulAlgoCapGetAttribute(&base, GPUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok, sizeof(splitk_ok), &n);
+    for (int32_t tile : tiles)
+      for (int32_t stage : stages)
+        for (int32_t cluster : clusters)
+          for (int32_t split : {1, 2}) {
+            if (split > 1 && !splitk_ok) continue;
+            gpublasLtMatmulAlgo_t a = base;
+            auto set = [&](auto attr, int32_t v) {
+              return v < 0 || gpublasLtMatmulAlgoConfigSetAttribute(&a, attr, &v, sizeof(v)) == GPUBLAS_STATUS_SUCCESS;
+            };
+            if (!set(GPUBLASLT_ALGO_CONFIG_TILE_ID, tile) || !set(GPUBLASLT_ALGO_CONFIG_STAGES_ID, stage) ||
+                !set(GPUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, cluster) || !set(GPUBLASLT_ALGO_CONFIG_SPLITK_NUM, split)) {
+              ++set_failed;
+              continue;
+            }
+            gpublasLtMatmulHeuristicResult_t chk{};
+            if (gpublasLtMatmulAlgoCheck(lt, desc, la, lb, ld, ld, &a, &chk) != GPUBLAS_STATUS_SUCCESS ||
+                chk.workspaceSize > kWorkspace) {
+              ++check_failed;
+              continue;
+            }
+            ++checked;
+            const double t = timed(a, 5);
+            if (t > 0) cands.push_back({t, a, config(a, GPUBLASLT_ALGO_CONFIG_ID), tile, stage, cluster, split});
+          }
+  }
+  std::sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) { return x.t < y.t; });
+  Cand best{1e30, {}, -1, -1, -1, -1, -1};
+  for (size_t i = 0; i < std::min<size_t>(8, cands.size()); ++i) {
+    const double t = timed(cands[i].a, kRuns);
+    if (t > 0 && t < best.t) { best = cands[i]; best.t = t; }
+  }
+  std::printf("gemm_all M=%d N=%d K=%d heuristic best %.1f us (of %d), all configurations best %.1f us "
+              "(algo %d tile %d stages %d cluster %d split %d; %d valid, %d rejected by AlgoCheck, %d not settable; %zu bases)\n",
+              M, N, K, t_heur, n_found, best.t, best.id, best.tile, best.stages, best.cluster, best.split, checked,
+              check_failed, set_failed, bases.size());
+  std::fflush(stdout);
+  (void)gpublasLtMatmulPreferenceDestroy(pref);
+  (void)gpublasLtMatrixLayoutDestroy(ld);
+  (void)gpublasLtMatrixLayoutDestroy(lb);
+  (void)gpublasLtMatrixLayoutDestroy(la);
+  (void)gpublasLtMatmulDescDestroy(desc);
+  for (void* p : st.w) CK(gpuFree(p));
+  CK(gpuFree(st.x));
+  CK(gpuFree(st.o));
+  CK(gpuFree(st.ws));
+}
 }  // namespace
 
 int main() {
@@ -270,6 +410,11 @@ int main() {
   }
   // Qwen3-8B: qkv, o_proj, gate|up, down.
   const int shapes[4][2] = {{6144, 4096}, {4096, 4096}, {24576, 4096}, {4096, 12288}};
+  if (const char* m = std::getenv("GEMM_PROBE_MODE"); m && std::string(m) == "all") {
+    for (int M : {128, 192, 256})
+      for (auto& sh : shapes) probe_all(lt, M, sh[0], sh[1], s, e0, e1);
+    return 0;
+  }
   for (int M : {64, 128, 192, 256})
     for (auto& sh : shapes) probe(h, lt, M, sh[0], sh[1], s, e0, e1);
   return 0;

@@ -42,7 +42,7 @@ std::vector<DType> parse_dtypes(const std::string& s) {
 struct Options {
   std::string backend = "cpu";
   std::string op, pattern, dtypes = "f32,f16,bf16", format = "text";
-  bool verbose = false, cold = false;
+  bool verbose = false, cold = false, repeat = false;
   int threads = 0;
 };
 
@@ -59,6 +59,7 @@ int run_test(const Options& o) {
   ro.op = o.op;
   ro.pattern = o.pattern;
   ro.dtypes = parse_dtypes(o.dtypes);
+  ro.repeat = o.repeat;
   // Each failure (and with -v each result) is printed and flushed as it is decided; the tally
   // follows at the end.
   ro.on_result = [&](const CaseResult& r) {
@@ -255,6 +256,8 @@ void add_ops_command(CLI::App& app) {
   common(test);
   test->add_option("-p,--pattern", o->pattern, "regex on '<kernel> <case>'");
   test->add_flag("-v,--verbose", o->verbose, "print every case");
+  test->add_flag("--repeat", o->repeat,
+                 "run each passing case twice on the same inputs and fail it unless the outputs are identical bit for bit");
   test->callback([o] {
     if (int rc = run_test(*o)) throw CLI::RuntimeError(rc);
   });

@@ -1,5 +1,7 @@
 // The CPU backend's kernels pass the conformance suite against the reference kernels, and the
 // suite itself catches a wrong kernel (a deliberately broken one must fail).
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include "backend/registry.h"
@@ -102,4 +104,41 @@ TEST(Conformance, AHandedOnCallIsJudgedByTheKernelThatRanIt) {
   }
   EXPECT_GT(handed, 0);
   EXPECT_EQ(handed, unflagged);
+}
+
+// --repeat: a kernel whose last bit depends on the run (here a call counter, as float atomics
+// depend on arrival order) passes the tolerance but fails the repeat check; the CPU's own RMSNorm
+// passes both.
+TEST(Conformance, RepeatCatchesAKernelThatDiffersRunToRun) {
+  register_builtin_backends();
+  Device& dev = *BackendRegistry::instance().device("cpu");
+  static int calls = 0;
+  register_kernel<RmsNormArgs>(Op::RMS_NORM, DeviceKind::CPU, "test.wobbly_rms_norm", -90,
+                               [](const OpDesc& d, const DeviceCaps&) { return d.dtype[0] == DType::F32; },
+                               [](const RmsNormArgs& a, Stream& s) {
+                                 KernelRegistry::instance().reference(Op::RMS_NORM)->run(&a, s);
+                                 float* o = a.out.ptr<float>();
+                                 o[0] = std::nextafter(o[0], (++calls % 2) ? 1e30f : -1e30f);
+                               });
+  conformance::RunOptions o;
+  o.op = "RMS_NORM";
+  o.pattern = "test\\.wobbly|cpu\\.";
+  o.dtypes = {DType::F32};
+  int wobbly = 0, cpu = 0;
+  for (bool repeat : {false, true}) {
+    o.repeat = repeat;
+    for (auto& r : conformance::run_conformance(dev, o)) {
+      if (r.status == CaseResult::Status::NotSupported) continue;
+      if (r.kernel == "test.wobbly_rms_norm") {
+        ++wobbly;
+        EXPECT_EQ(r.status, repeat ? CaseResult::Status::Fail : CaseResult::Status::Pass) << r.case_name;
+        if (repeat) EXPECT_NE(r.message.find("not repeatable"), std::string::npos) << r.message;
+      } else {
+        ++cpu;
+        EXPECT_EQ(r.status, CaseResult::Status::Pass) << r.kernel << " " << r.case_name << ": " << r.message;
+      }
+    }
+  }
+  EXPECT_GT(wobbly, 0);
+  EXPECT_GT(cpu, 0);
 }

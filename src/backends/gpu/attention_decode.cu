@@ -178,20 +178,24 @@ __global__ void __launch_bounds__(kThreads) attn_decode_gqa_kernel(AttnParams p)
     }
     __syncthreads();  // s_p, s_alpha and the row offsets are rewritten by the next tile
   }
-  // Sum the warps' partial outputs.
+  // Sum the warps' partial outputs in warp order: a fixed order, so a step's output is the same
+  // from run to run (shared float atomics add in whatever order the warps arrive, and the last
+  // bit then varies, which flips near-tied greedy tokens).
+#pragma unroll 1
+  for (int w = 0; w < kNW; ++w) {
+    if (warp == w) {
 #pragma unroll
-  for (int g = 0; g < G; ++g)
+      for (int g = 0; g < G; ++g)
 #pragma unroll
-    for (int c = 0; c < NC; ++c)
+        for (int c = 0; c < NC; ++c)
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) {
-        const int d = c * kSpan + lane * kVec + i;
-        if (g < ng && d < Dv) {
-          if (kNW == 1) s_acc[g][d] = acc[g][c][i];
-          else atomicAdd(&s_acc[g][d], acc[g][c][i]);
-        }
-      }
-  __syncthreads();
+          for (int i = 0; i < kVec; ++i) {
+            const int d = c * kSpan + lane * kVec + i;
+            if (g < ng && d < Dv) s_acc[g][d] += acc[g][c][i];
+          }
+    }
+    __syncthreads();
+  }
   for (int idx = threadIdx.x; idx < ng * Dv; idx += kThreads) {
     const int g = idx / Dv, d = idx % Dv, h = h0 + g;
     const float L = s_l[g];

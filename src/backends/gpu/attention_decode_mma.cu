@@ -13,7 +13,7 @@
 //
 // One block of W warps per (KV head, 16-row chunk of its query heads, sequence, split): 4, or 8
 // where a batch leaves the compute units room (small_batch_warps). Each warp walks its own 16-key
-// tiles of the split (w, w + W, ...) through a private ring of kStages
+// tiles of the split (w, w + W, ...) through a private ring of S (kStages, or large_stages())
 // buffers filled by cp.async (the next tile in flight while one is multiplied), with no block
 // barrier in the loop. A warp reads the block-table entries of its first 32 tiles with one load
 // per lane before its first copy and hands them out by shuffle, so no copy waits on a block-table
@@ -161,16 +161,16 @@ __device__ __forceinline__ int fp8_chunk(int row, int c) { return c ^ (row & 1) 
 // Q, then per warp kStages buffers of (K tile, V tile) as copied and, for fp8, one (K, V) pair
 // widened. After the loop the whole region is reused: the warps' final outputs (f32), then the
 // split merge's weights and partial outputs.
-template <int D, class TC>
-constexpr size_t kWarpBytes = kStages * 2 * kStageBytes<D, TC> + kWideBytes<D, TC>;
+template <int D, class TC, int S = kStages>
+constexpr size_t kWarpBytes = S * 2 * kStageBytes<D, TC> + kWideBytes<D, TC>;
 // The kernel has static shared arrays, so its dynamic region starts dyn_smem_pad bytes in, on a
 // 128-byte boundary (kDynSmemAlign bytes of room, mma_sm80.cuh). From the 16-mod-32 start it had,
 // ncu counted every cp.async of an fp8 tile at 32 L2 sectors and 16 shared wavefronts against 16
 // and 4. H200, one binary (BENCHMARKS.md, twenty-fifth session): Qwen3-8B heads, fp8 cache, 256 x
 // 1k keys 175.3 -> 154.7 us, ragged 100..2042 keys 182.6 -> 152.9 us; the throughput workload
 // 10,878 -> 11,392 out tok/s.
-template <int D, int W = kWarps, class TC = gpu_bf16>
-constexpr size_t kSmemBytes = kDynSmemAlign + size_t(kRows) * kLd<D> * 2 + size_t(W) * kWarpBytes<D, TC>;
+template <int D, int W = kWarps, class TC = gpu_bf16, int S = kStages>
+constexpr size_t kSmemBytes = kDynSmemAlign + size_t(kRows) * kLd<D> * 2 + size_t(W) * kWarpBytes<D, TC, S>;
 
 // kCluster: the splits of a (sequence, KV head, row tile) are one thread-block cluster (grid.z =
 // p.splits = the cluster size) and merge through distributed shared memory (cluster_merge) instead
@@ -195,7 +195,7 @@ constexpr size_t kSmemBytes = kDynSmemAlign + size_t(kRows) * kLd<D> * 2 + size_
 // workload 10,939-10,966 -> 11,149-11,162 out tok/s. Four blocks (128 registers, Q's fragments
 // then read from shared memory each tile) took 256 x 1k to 146.0 us but ragged 256 only to 161.8
 // and 96 to 75.0 (slower), and the workload not at all (11,016-11,021 against 11,019-11,026).
-template <class T, class TC, int D, bool kCluster, int W, bool kLarge = false, int kMinBlocks = 1>
+template <class T, class TC, int D, bool kCluster, int W, bool kLarge = false, int kMinBlocks = 1, int S = kStages>
 __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row of Q
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;
   // The warps' outputs after the loop: rows of kORow floats (see o_col below).
   constexpr int kORow = kCluster ? D : kDirect<D, TC> ? D + 4 : D + 8;
-  constexpr size_t kRegionBytes = kSmemBytes<D, W, TC> - kDynSmemAlign;  // from smem_raw on
+  constexpr size_t kRegionBytes = kSmemBytes<D, W, TC, S> - kDynSmemAlign;  // from smem_raw on
   static_assert(size_t(W) * kRows * kORow * 4 <= kRegionBytes, "warp outputs fit the shared memory");
   static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kRegionBytes,
                 "the split merge fits at least one split at a time");
@@ -242,10 +242,10 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   extern __shared__ __align__(16) unsigned char smem_base[];
   unsigned char* const smem_raw = smem_base + dyn_smem_pad(smem_base);
   TM* sQ = reinterpret_cast<TM*>(smem_raw);
-  unsigned char* s_warp = smem_raw + size_t(kRows) * LD * 2 + size_t(warp) * kWarpBytes<D, TC>;
+  unsigned char* s_warp = smem_raw + size_t(kRows) * LD * 2 + size_t(warp) * kWarpBytes<D, TC, S>;
   // Buffer buf's K tile as copied (its V tile follows it), and for fp8 the widened (K, V) pair.
   auto staged = [&](int buf) { return reinterpret_cast<TC*>(s_warp + size_t(buf) * 2 * kStageBytes<D, TC>); };
-  TM* s_wide = reinterpret_cast<TM*>(s_warp + kStages * 2 * kStageBytes<D, TC>);
+  TM* s_wide = reinterpret_cast<TM*>(s_warp + S * 2 * kStageBytes<D, TC>);
   __shared__ float s_m[W][kRows], s_l[W][kRows], s_L[kRows];
   __shared__ float s_bm[kRows], s_bl[kRows];  // kCluster: this block's (max, sum) per row
   __shared__ unsigned s_last;
@@ -350,7 +350,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // 2.93-2.95 -> 2.88 ms, Qwen3-8B at 128 keys 4.37 -> 4.32 (H200, one binary, with the second
   // tile's copy moved ahead of the Q barrier below; that move alone: 2.89 / 4.34).
   int n_early = 0;
-  while (p.early_tiles && n_early < kStages && n_early < my_tiles &&
+  while (p.early_tiles && n_early < S && n_early < my_tiles &&
          min(end, start + (warp + n_early * W) * kKeys + kKeys) <= ctx - 1)
     ++n_early;
   for (int j = 0; j < n_early; ++j) issue(j, j);
@@ -359,9 +359,9 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   if (ctx <= p.early_trigger_keys) gpu_allow_successor();  // else at exit: see early_trigger_keys()
 
   // Q (rows past the group zero-filled: zero queries, never written out), then each warp's first
-  // kStages tiles, one per buffer (those that did not go early), so the Q barrier overlaps the
+  // S tiles, one per buffer (those that did not go early), so the Q barrier overlaps the
   // first K/V reads and the second tile's copy does not wait for Q's round trip. One commit group
-  // per tile, possibly empty, so "all but the newest kStages - 1 groups" is always one tile (the
+  // per tile, possibly empty, so "all but the newest S - 1 groups" is always one tile (the
   // early group and Q's count as older ones).
   // Q to be converted (bf16 q, fp8 cache) is loaded to registers and stored after the tiles'
   // copies are issued, so they do not wait for its round trip; its commit group stays, empty.
@@ -373,7 +373,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     }
   cp_async_commit();
 #pragma unroll 1  // one copy of issue()'s code for both buffers (code size: see the top)
-  for (int j = 0; j < kStages; ++j) {
+  for (int j = 0; j < S; ++j) {
     if (j < my_tiles && j >= n_early) issue(j, j);
     cp_async_commit();
   }
@@ -384,7 +384,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
       const uint4 v = r < ng ? *reinterpret_cast<const uint4*>(q + off) : make_uint4(0u, 0u, 0u, 0u);
       *reinterpret_cast<uint4*>(sQ + r * LD + c * 8) = bf16x8_to_f16x8_satfinite(v, kQScaled ? sl2 : 1.f);
     }
-  cp_async_wait<kStages>();  // this thread's Q copies and early tiles (not the first-round ones)
+  cp_async_wait<S>();  // this thread's Q copies and early tiles (not the first-round ones)
   __syncthreads();           // everyone's Q
 
   // Q's A fragments stay in registers at head dims up to 128 (32 registers), instead of 8
@@ -411,14 +411,14 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
 
   // The trip count depends on the warp only: every lane runs every iteration (the softmax
   // reductions are full-warp shuffles).
-  for (int j = 0, buf = 0; j < my_tiles; ++j, buf = buf + 1 == kStages ? 0 : buf + 1) {
-    // From j = 1 the buffer freed by the last iteration takes tile j + kStages - 1 (the prologue
-    // filled every buffer, so j = 0 adds no group: the newest kStages - 1 then are tiles 1 ..).
+  for (int j = 0, buf = 0; j < my_tiles; ++j, buf = buf + 1 == S ? 0 : buf + 1) {
+    // From j = 1 the buffer freed by the last iteration takes tile j + S - 1 (the prologue
+    // filled every buffer, so j = 0 adds no group: the newest S - 1 then are tiles 1 ..).
     if (j > 0) {
-      if (j + kStages - 1 < my_tiles) issue(j + kStages - 1, buf == 0 ? kStages - 1 : buf - 1);
+      if (j + S - 1 < my_tiles) issue(j + S - 1, buf == 0 ? S - 1 : buf - 1);
       cp_async_commit();
     }
-    cp_async_wait<kStages - 1>();  // tile j has landed
+    cp_async_wait<S - 1>();  // tile j has landed
     __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
     const TM* sK = nullptr;
     if constexpr (kFp8<TC> && !kDirect<D, TC>) {
@@ -712,13 +712,42 @@ dim3 grid_of(const AttnParams& p, int B) {
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
 }
 
+// Tile buffers per warp of the large-batch form with fragments from e4m3 tiles (kDirect), for a
+// launch of `blocks` blocks (splits aside): 4 from one full wave of kLargeMinBlocks blocks per SM
+// on, so three tiles per warp are in flight while one is multiplied (its buffers are half a bf16
+// tile's, so 3 blocks of 4 warps still fit per SM: 3 x 69 KB); 2 below. H200, one binary
+// (BENCHMARKS.md, fortieth session; `ops perf --cold`, Qwen3-8B heads, fp8 cache), us with 2 / 3 /
+// 4 stages at every batch: 256 x 1k keys 152.1 / 149.1 / 146.6, 64 x 1k 58.1 / 56.2 / 55.5, 256
+// ragged 100..2042 151.6 / 149.9 / 150.0, 160 ragged 100.1 / 99.1 / 99.2, but 32 ragged 34.3 / 35.2
+// / 35.9 and 20 ragged 25.1 / 25.9 / 26.3 (256 and 160 blocks: under one wave, hence the bound);
+// the throughput workload 11,341 / 11,352 out tok/s with 2 against 11,389 / 11,395 with 4 on one
+// machine. PORTLLM_ATTN_STAGES=2|3|4 sets it at every batch (read once), for measuring.
+int large_stages(int blocks, const DeviceCaps& caps) {
+  static const int forced = env_switch("PORTLLM_ATTN_STAGES", {"auto", "2", "3", "4"}, 0);
+  if (forced > 0) return forced + 1;
+  return blocks >= kLargeMinBlocks * caps.num_compute_units ? 4 : 2;
+}
+
+template <class T, class TC, int D, int W, bool kLarge, int S>
+void launch_form(const AttnParams& p, int B, Stream& s) {
+  auto* kernel = attn_decode_mma_kernel<T, TC, D, false, W, kLarge, kLarge && kDirect<D, TC> ? kLargeMinBlocks : 1, S>;
+  constexpr size_t smem = kSmemBytes<D, W, TC, S>;
+  (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  launch_programmatic(s, kernel, grid_of(p, B), dim3(W * 32), smem, p);
+}
+
 template <class T, class TC, int D, int W>
-void launch(const AttnParams& p, int B, bool large, Stream& s) {
-  auto* kernel = attn_decode_mma_kernel<T, TC, D, false, W>;
-  if constexpr (W == kWarps)  // 8-warp blocks are taken at small batches only
-    if (large) kernel = attn_decode_mma_kernel<T, TC, D, false, W, true, kDirect<D, TC> ? kLargeMinBlocks : 1>;
-  (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(kSmemBytes<D, W, TC>));
-  launch_programmatic(s, kernel, grid_of(p, B), dim3(W * 32), kSmemBytes<D, W, TC>, p);
+void launch(const AttnParams& p, int B, bool large, int stages, Stream& s) {
+  if constexpr (W == kWarps) {  // 8-warp blocks are taken at small batches only
+    if (large) {
+      if constexpr (kDirect<D, TC>) {
+        if (stages == 3) return launch_form<T, TC, D, W, true, 3>(p, B, s);
+        if (stages == 4) return launch_form<T, TC, D, W, true, 4>(p, B, s);
+      }
+      return launch_form<T, TC, D, W, true, kStages>(p, B, s);
+    }
+  }
+  launch_form<T, TC, D, W, false, kStages>(p, B, s);
 }
 
 // Warps per block at small batches (see attn_decode_mma for which): 8, so that a 256-key split's
@@ -821,14 +850,18 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   p.split_keys = p.merge_in_kernel ? split_keys() : 0;
   const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
+  const int stages = large_stages(blocks, caps);
   auto go = [&](auto tag, auto ctag) {
     using T = typename decltype(tag)::type;
     using TC = typename decltype(ctag)::type;
     switch (p.Dk) {
-      case 64: return W == 8 ? launch<T, TC, 64, 8>(p, B, false, s) : launch<T, TC, 64, kWarps>(p, B, !small_batch, s);
+      case 64:
+        return W == 8 ? launch<T, TC, 64, 8>(p, B, false, kStages, s)
+                      : launch<T, TC, 64, kWarps>(p, B, !small_batch, stages, s);
       case 128:
-        return W == 8 ? launch<T, TC, 128, 8>(p, B, false, s) : launch<T, TC, 128, kWarps>(p, B, !small_batch, s);
-      default: return launch<T, TC, 256, kWarps>(p, B, !small_batch, s);
+        return W == 8 ? launch<T, TC, 128, 8>(p, B, false, kStages, s)
+                      : launch<T, TC, 128, kWarps>(p, B, !small_batch, stages, s);
+      default: return launch<T, TC, 256, kWarps>(p, B, !small_batch, stages, s);
     }
   };
   dispatch_mma_attention(a, go);

@@ -66,6 +66,31 @@ std::string compare(const Tensor& out, const Tensor& ref, double tol, double& er
   if (err > tol) return fmt::format("normalized error {:.3g} > tolerance {:.3g}", err, tol);
   return "";
 }
+// Uploads fresh guarded copies of the case's tensors and runs kernel k on them, synchronously.
+std::vector<DeviceTensor> run_on_device(Device& dev, const OpCase& c, const KernelInfo& k) {
+  std::vector<DeviceTensor> dt_in;
+  std::vector<Tensor> dev_t;
+  for (auto& t : c.tensors) {
+    if (!t.defined()) { dt_in.push_back({}); dev_t.push_back(t); continue; }
+    dt_in.push_back(upload_guarded(dev, t));
+    dev_t.push_back(dt_in.back().t);
+  }
+  c.invoke(dev_t, [&](const OpDesc&, const void* a) { k.run(a, dev.stream()); });
+  dev.synchronize();
+  return dt_in;
+}
+
+// "" when a and b (same dtype and shape) are the same bytes, else where they first differ.
+std::string first_difference(const Tensor& a, const Tensor& b) {
+  const size_t es = dtype_size(a.dtype);
+  const auto* pa = static_cast<const uint8_t*>(a.data);
+  const auto* pb = static_cast<const uint8_t*>(b.data);
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if (std::memcmp(pa + i * es, pb + i * es, es) != 0)
+      return fmt::format("element {} is {} in one run and {} in the other", i, ref::load(a.dtype, a.data, i),
+                         ref::load(b.dtype, b.data, i));
+  return "";
+}
 }  // namespace
 
 Tensor clone_host(const Tensor& t) {
@@ -123,18 +148,11 @@ std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
               Stream& cpu_stream = dev.stream();  // reference kernels ignore the stream
               c.invoke(ref_t, [&](const OpDesc&, const void* a) { refk->run(a, cpu_stream); });
             }
-            std::vector<DeviceTensor> dt_in;
-            std::vector<Tensor> dev_t;
-            for (auto& t : c.tensors) {
-              if (!t.defined()) { dt_in.push_back({}); dev_t.push_back(t); continue; }
-              dt_in.push_back(upload_guarded(dev, t));
-              dev_t.push_back(dt_in.back().t);
-            }
             reset_ran_min_tolerance();
-            c.invoke(dev_t, [&](const OpDesc&, const void* a) { k->run(a, dev.stream()); });
-            dev.synchronize();
+            std::vector<DeviceTensor> dt_in = run_on_device(dev, c, *k);
             // A kernel that handed the call on is judged by the one that computed it.
             tol = res.tol = std::max(tol, ran_min_tolerance());
+            std::vector<Tensor> first(c.tensors.size());
             for (size_t i = 0; i < c.tensors.size(); ++i) {
               if (!c.tensors[i].defined()) continue;
               Tensor out_host = clone_host(c.tensors[i]);
@@ -145,6 +163,16 @@ std::vector<CaseResult> run_conformance(Device& dev, const RunOptions& opts) {
               std::string m = compare(out_host, ref_t[i], tol, err);
               res.error = std::max(res.error, err);
               if (!m.empty()) { res.status = CaseResult::Status::Fail; res.message = fmt::format("output {}: {}", i, m); break; }
+              first[i] = out_host;
+            }
+            if (opts.repeat && res.status == CaseResult::Status::Pass) {
+              std::vector<DeviceTensor> again = run_on_device(dev, c, *k);
+              for (int i : c.outputs) {
+                Tensor out_host = clone_host(c.tensors[i]);
+                check_guards(dev, again[i], out_host);
+                std::string m = first_difference(out_host, first[i]);
+                if (!m.empty()) { res.status = CaseResult::Status::Fail; res.message = fmt::format("output {}: not repeatable: {}", i, m); break; }
+              }
             }
           } catch (const std::exception& e) {
             res.status = CaseResult::Status::Fail;
