@@ -39,19 +39,19 @@ struct Setup {
   gpuEvent_t e0, e1;
 };
 
-// Mean us per run of run(copy index), over kRuns runs after 3 warm-ups; < 0 when a run fails.
+// Mean us per run of run(copy index), over `runs` runs after 3 warm-ups; < 0 when a run fails.
 template <class Run>
-double time_us(Setup& st, Run run) {
+double time_us(Setup& st, Run run, int runs = kRuns) {
   for (int i = 0; i < 3; ++i)
     if (!run(i % int(st.w.size()))) return -1;
   CK(gpuEventRecord(st.e0, st.s));
-  for (int i = 0; i < kRuns; ++i)
+  for (int i = 0; i < runs; ++i)
     if (!run(i % int(st.w.size()))) return -1;
   CK(gpuEventRecord(st.e1, st.s));
   CK(gpuEventSynchronize(st.e1));
   float ms = 0;
   CK(gpuEventElapsedTime(&ms, st.e0, st.e1));
-  return ms * 1e3 / kRuns;
+  return ms * 1e3 / runs;
 }
 
 int config(const gpublasLtMatmulAlgo_t& a, decltype(GPUBLASLT_ALGO_CONFIG_TILE_ID) attr) {
@@ -73,6 +73,21 @@ Setup with_weights(int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t
     st.w.push_back(p);
   }
   return st;
+}
+
+// with_weights plus x (filled), o and kWorkspace bytes of workspace; free_operands releases all.
+Setup with_operands(int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1) {
+  Setup st = with_weights(M, N, K, s, e0, e1);
+  CK(gpuMalloc(&st.x, size_t(M) * K * 2));
+  CK(gpuMalloc(&st.o, size_t(M) * N * 2));
+  CK(gpuMalloc(&st.ws, kWorkspace));
+  CK(gpuMemsetAsync(st.x, 0x3c, size_t(M) * K * 2, s));
+  return st;
+}
+
+void free_operands(Setup& st) {
+  for (void* p : st.w) CK(gpuFree(p));
+  for (void* p : {st.x, st.o, st.ws}) CK(gpuFree(p));
 }
 
 // Residual add + RMSNorm over one row of N outputs per block (N a multiple of the block, at most
@@ -110,6 +125,35 @@ __global__ void add_norm_partials(const P* part, int S, size_t part_stride, gpu_
     h[c] = gpu_f32_to_bf16(v[i] * inv * gpu_bf16_to_f32(w[threadIdx.x + i * blockDim.x]));
   }
 }
+
+// The Lt descriptors of the row-major out[M,N] = x[M,K] W[N,K]^T, i.e. the column-major
+// D[N,M] = W^T' x: A = W (transa = T), B = x; bf16 in and out, f32 compute, kWorkspace allowed.
+struct LtProblem {
+  gpublasLtMatmulDesc_t desc;
+  gpublasLtMatrixLayout_t la, lb, ld;
+  gpublasLtMatmulPreference_t pref;
+  LtProblem(int M, int N, int K) {
+    BK(gpublasLtMatmulDescCreate(&desc, GPUBLAS_COMPUTE_32F, GPU_R_32F));
+    const int32_t ta = GPUBLAS_OP_T, tb = GPUBLAS_OP_N;
+    BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    BK(gpublasLtMatrixLayoutCreate(&la, GPU_R_16BF, uint64_t(K), uint64_t(N), K));
+    BK(gpublasLtMatrixLayoutCreate(&lb, GPU_R_16BF, uint64_t(K), uint64_t(M), K));
+    BK(gpublasLtMatrixLayoutCreate(&ld, GPU_R_16BF, uint64_t(N), uint64_t(M), N));
+    BK(gpublasLtMatmulPreferenceCreate(&pref));
+    const uint64_t wsb = kWorkspace;
+    BK(gpublasLtMatmulPreferenceSetAttribute(pref, GPUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)));
+  }
+  ~LtProblem() {
+    (void)gpublasLtMatmulPreferenceDestroy(pref);
+    (void)gpublasLtMatrixLayoutDestroy(ld);
+    (void)gpublasLtMatrixLayoutDestroy(lb);
+    (void)gpublasLtMatrixLayoutDestroy(la);
+    (void)gpublasLtMatmulDescDestroy(desc);
+  }
+  LtProblem(const LtProblem&) = delete;
+  LtProblem& operator=(const LtProblem&) = delete;
+};
 
 // GEMM_PROBE_MODE=split: out[M, N] = x[M, K] W[N, K]^T then the residual add + norm (see the top).
 void probe_split(gpublasHandle_t h, int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1) {
@@ -168,11 +212,7 @@ void probe_split(gpublasHandle_t h, int M, int N, int K, gpuStream_t s, gpuEvent
 
 void probe(gpublasHandle_t h, gpublasLtHandle_t lt, int M, int N, int K, gpuStream_t s, gpuEvent_t e0,
            gpuEvent_t e1) {
-  Setup st = with_weights(M, N, K, s, e0, e1);
-  CK(gpuMalloc(&st.x, size_t(M) * K * 2));
-  CK(gpuMalloc(&st.o, size_t(M) * N * 2));
-  CK(gpuMalloc(&st.ws, kWorkspace));
-  CK(gpuMemsetAsync(st.x, 0x3c, size_t(M) * K * 2, s));
+  Setup st = with_operands(M, N, K, s, e0, e1);
   const float alpha = 1.f, beta = 0.f;
 
   const double t_default = time_us(st, [&](int i) {
@@ -181,20 +221,10 @@ void probe(gpublasHandle_t h, gpublasLtHandle_t lt, int M, int N, int K, gpuStre
                          GPUBLAS_GEMM_DEFAULT) == GPUBLAS_STATUS_SUCCESS;
   });
 
-  // Row-major out[M,N] = x W^T is the column-major D[N,M] = W^T' x: A = W (transa = T), B = x.
-  gpublasLtMatmulDesc_t desc;
-  gpublasLtMatrixLayout_t la, lb, ld;
-  gpublasLtMatmulPreference_t pref;
-  BK(gpublasLtMatmulDescCreate(&desc, GPUBLAS_COMPUTE_32F, GPU_R_32F));
-  const int32_t ta = GPUBLAS_OP_T, tb = GPUBLAS_OP_N;
-  BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  BK(gpublasLtMatrixLayoutCreate(&la, GPU_R_16BF, uint64_t(K), uint64_t(N), K));
-  BK(gpublasLtMatrixLayoutCreate(&lb, GPU_R_16BF, uint64_t(K), uint64_t(M), K));
-  BK(gpublasLtMatrixLayoutCreate(&ld, GPU_R_16BF, uint64_t(N), uint64_t(M), N));
-  BK(gpublasLtMatmulPreferenceCreate(&pref));
-  const uint64_t wsb = kWorkspace;
-  BK(gpublasLtMatmulPreferenceSetAttribute(pref, GPUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)));
+  const LtProblem lp(M, N, K);
+  const gpublasLtMatmulDesc_t desc = lp.desc;
+  const gpublasLtMatrixLayout_t la = lp.la, lb = lp.lb, ld = lp.ld;
+  const gpublasLtMatmulPreference_t pref = lp.pref;
   std::vector<gpublasLtMatmulHeuristicResult_t> found(64);
   int n_found = 0;
   BK(gpublasLtMatmulAlgoGetHeuristic(lt, desc, la, lb, ld, ld, pref, int(found.size()), found.data(), &n_found));
@@ -239,55 +269,25 @@ void probe(gpublasHandle_t h, gpublasLtHandle_t lt, int M, int N, int K, gpuStre
               "with split-K overrides %.1f us (tile %d split %d; %d configs timed); W %.1f MB, %.2f GFLOP\n",
               M, N, K, t_default, t_heur, heur_tile, heur_split, n_found, t_best, best_tile, best_split, tried,
               size_t(N) * K * 2 / 1e6, 2.0 * M * N * K / 1e9);
-  (void)gpublasLtMatmulPreferenceDestroy(pref);
-  (void)gpublasLtMatrixLayoutDestroy(ld);
-  (void)gpublasLtMatrixLayoutDestroy(lb);
-  (void)gpublasLtMatrixLayoutDestroy(la);
-  (void)gpublasLtMatmulDescDestroy(desc);
-  for (void* p : st.w) CK(gpuFree(p));
-  CK(gpuFree(st.x));
-  CK(gpuFree(st.o));
-  CK(gpuFree(st.ws));
+  free_operands(st);
 }
 // GEMM_PROBE_MODE=all: every configuration cuBLASLt accepts for the problem, not only the ones its
-// heuristic offers: each algorithm id (AlgoGetIds) x its tile and stage ids (AlgoCapGetAttribute) x
-// cluster shape (auto, 1x1, 2x1, 1x2) x split-K 1 or 2, AlgoCheck'd. Each is timed over 5 runs; the
+// heuristic offers: each of the heuristic's results and each algorithm id (AlgoGetIds, AlgoInit) x
+// its tile and stage ids (AlgoCapGetAttribute) x cluster shape (its own, 1x1, 2x1, 1x2) x split-K 1
+// or 2, AlgoCheck'd. Each is timed over 5 runs; the
 // best 8 are timed again over kRuns. One line per shape: the heuristic's best and the best found.
 void probe_all(gpublasLtHandle_t lt, int M, int N, int K, gpuStream_t s, gpuEvent_t e0, gpuEvent_t e1) {
-  Setup st = with_weights(M, N, K, s, e0, e1);
-  CK(gpuMalloc(&st.x, size_t(M) * K * 2));
-  CK(gpuMalloc(&st.o, size_t(M) * N * 2));
-  CK(gpuMalloc(&st.ws, kWorkspace));
-  CK(gpuMemsetAsync(st.x, 0x3c, size_t(M) * K * 2, s));
+  Setup st = with_operands(M, N, K, s, e0, e1);
   const float alpha = 1.f, beta = 0.f;
-  gpublasLtMatmulDesc_t desc;
-  gpublasLtMatrixLayout_t la, lb, ld;
-  gpublasLtMatmulPreference_t pref;
-  BK(gpublasLtMatmulDescCreate(&desc, GPUBLAS_COMPUTE_32F, GPU_R_32F));
-  const int32_t ta = GPUBLAS_OP_T, tb = GPUBLAS_OP_N;
-  BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  BK(gpublasLtMatmulDescSetAttribute(desc, GPUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  BK(gpublasLtMatrixLayoutCreate(&la, GPU_R_16BF, uint64_t(K), uint64_t(N), K));
-  BK(gpublasLtMatrixLayoutCreate(&lb, GPU_R_16BF, uint64_t(K), uint64_t(M), K));
-  BK(gpublasLtMatrixLayoutCreate(&ld, GPU_R_16BF, uint64_t(N), uint64_t(M), N));
-  BK(gpublasLtMatmulPreferenceCreate(&pref));
-  const uint64_t wsb = kWorkspace;
-  BK(gpublasLtMatmulPreferenceSetAttribute(pref, GPUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof(wsb)));
+  const LtProblem lp(M, N, K);
+  const gpublasLtMatmulDesc_t desc = lp.desc;
+  const gpublasLtMatrixLayout_t la = lp.la, lb = lp.lb, ld = lp.ld;
+  const gpublasLtMatmulPreference_t pref = lp.pref;
   auto timed = [&](const gpublasLtMatmulAlgo_t& algo, int runs) {
-    auto run = [&](int i) {
+    return time_us(st, [&](int i) {
       return gpublasLtMatmul(lt, desc, &alpha, st.w[size_t(i)], la, st.x, lb, &beta, st.o, ld, st.o, ld, &algo, st.ws,
                              kWorkspace, s) == GPUBLAS_STATUS_SUCCESS;
-    };
-    for (int i = 0; i < 2; ++i)
-      if (!run(i % int(st.w.size()))) return -1.0;
-    CK(gpuEventRecord(st.e0, st.s));
-    for (int i = 0; i < runs; ++i)
-      if (!run(i % int(st.w.size()))) return -1.0;
-    CK(gpuEventRecord(st.e1, st.s));
-    CK(gpuEventSynchronize(st.e1));
-    float ms = 0;
-    CK(gpuEventElapsedTime(&ms, st.e0, st.e1));
-    return double(ms) * 1e3 / runs;
+    }, runs);
   };
   // The heuristic's best, as the tuner (matmul_lt_tuned.cpp) would find it among 16.
   std::vector<gpublasLtMatmulHeuristicResult_t> found(16);
@@ -378,15 +378,7 @@ void probe_all(gpublasLtHandle_t lt, int M, int N, int K, gpuStream_t s, gpuEven
               M, N, K, t_heur, n_found, best.t, best.id, best.tile, best.stages, best.cluster, best.split, checked,
               check_failed, set_failed, bases.size());
   std::fflush(stdout);
-  (void)gpublasLtMatmulPreferenceDestroy(pref);
-  (void)gpublasLtMatrixLayoutDestroy(ld);
-  (void)gpublasLtMatrixLayoutDestroy(lb);
-  (void)gpublasLtMatrixLayoutDestroy(la);
-  (void)gpublasLtMatmulDescDestroy(desc);
-  for (void* p : st.w) CK(gpuFree(p));
-  CK(gpuFree(st.x));
-  CK(gpuFree(st.o));
-  CK(gpuFree(st.ws));
+  free_operands(st);
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,8 @@ RunResult run_batch(Engine& engine, std::vector<RequestInput>& reqs, ProgressBar
   int done = 0;
   std::string error;
   const auto t0 = Clock::now();
+  // All in before the first step (Engine::hold_intake): the same batches on every run.
+  std::optional<IntakeHold> hold(std::in_place, engine);
   for (size_t i = 0; i < reqs.size(); ++i) {
     engine.add_request(reqs[i], [&, i](const RequestOutput& o) {
       const double t = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -85,6 +88,7 @@ RunResult run_batch(Engine& engine, std::vector<RequestInput>& reqs, ProgressBar
       if (bar) bar->update(done, res.output_tokens);
     });
   }
+  hold.reset();
   std::unique_lock<std::mutex> lk(mu);
   cv.wait(lk, [&] { return left == 0; });
   res.elapsed = std::chrono::duration<double>(Clock::now() - t0).count();

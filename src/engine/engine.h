@@ -126,6 +126,12 @@ class Engine {
   // for invalid input: empty prompt, ids outside the vocabulary, prompt + max_tokens over the
   // context, a request that can never fit in the KV pool. `cb` runs on the engine thread.
   virtual uint64_t add_request(RequestInput input, OutputCallback cb) = 0;
+  // While the intake is held, added requests (and aborts) wait in the inbox and no step schedules
+  // them; requests already running go on; releasing it lets them all in at once. A caller that adds a batch (offline generate, bench)
+  // holds it around the adds (IntakeHold), so the first steps see the whole batch however fast
+  // it was added: otherwise the engine thread starts on the first few requests, and the batches,
+  // hence the bf16 rounding of every step and near-tied greedy tokens, vary from run to run.
+  virtual void hold_intake(bool held) = 0;
   // Stops a request (all its samples); a final output with FinishReason::Abort follows unless it
   // already finished. Its KV blocks are freed. Unknown ids are ignored.
   virtual void abort(uint64_t request_id) = 0;
@@ -138,6 +144,18 @@ class Engine {
   virtual int64_t max_model_len() const = 0;
   // Finishes nothing new, aborts what is in flight, joins the engine thread.
   virtual void shutdown() = 0;
+};
+
+// Holds an engine's intake for a scope (Engine::hold_intake).
+class IntakeHold {
+ public:
+  explicit IntakeHold(Engine& e) : e_(e) { e_.hold_intake(true); }
+  ~IntakeHold() { e_.hold_intake(false); }
+  IntakeHold(const IntakeHold&) = delete;
+  IntakeHold& operator=(const IntakeHold&) = delete;
+
+ private:
+  Engine& e_;
 };
 
 }  // namespace portllm

@@ -204,6 +204,12 @@ uint64_t EngineImpl::add_request(RequestInput input, OutputCallback cb) {
   return id;
 }
 
+void EngineImpl::hold_intake(bool held) {
+  std::lock_guard<std::mutex> lk(mu_);
+  intake_held_ = held;
+  cv_.notify_one();
+}
+
 void EngineImpl::abort(uint64_t request_id) {
   std::lock_guard<std::mutex> lk(mu_);
   abort_inbox_.push_back(request_id);

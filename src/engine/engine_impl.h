@@ -24,6 +24,7 @@ class EngineImpl final : public Engine {
   ~EngineImpl() override;
 
   uint64_t add_request(RequestInput input, OutputCallback cb) override;
+  void hold_intake(bool held) override;
   void abort(uint64_t request_id) override;
   EngineStats stats() const override;
   const tok::Tokenizer& tokenizer() const override;
@@ -42,7 +43,7 @@ class EngineImpl final : public Engine {
   // Loop thread (engine_loop.cpp).
   using Outputs = std::vector<std::pair<EngineRequest*, RequestOutput>>;
   void loop();
-  void take_inbox(Outputs& outs);
+  void take_inbox(Outputs& outs, bool even_if_held);
   void start_request(std::unique_ptr<EngineRequest> r, Outputs& outs);
   void apply_abort(uint64_t id, Outputs& outs);
   // A launched step: its scheduler output, the requests it samples (in row order) and their
@@ -85,6 +86,7 @@ class EngineImpl final : public Engine {
   std::vector<std::unique_ptr<EngineRequest>> inbox_;
   std::vector<uint64_t> abort_inbox_;
   bool stopping_ = false;
+  bool intake_held_ = false;  // hold_intake: inbox_ is not taken while set
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_;  // seeds for requests without one (guarded by mu_)
   mutable std::mutex stats_mu_;

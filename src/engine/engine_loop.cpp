@@ -25,12 +25,12 @@ void EngineImpl::loop() {
     {
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [&] {
-        return stopping_ || !inbox_.empty() || !abort_inbox_.empty() || scheduler_->has_unfinished_requests() ||
-               inflight_.has_value();
+        return stopping_ || (!intake_held_ && (!inbox_.empty() || !abort_inbox_.empty())) ||
+               scheduler_->has_unfinished_requests() || inflight_.has_value();
       });
       if (stopping_) break;
     }
-    take_inbox(outs);
+    take_inbox(outs, false);
     if (inflight_ || scheduler_->has_unfinished_requests()) step(outs);
     const auto t = Clock::now();
     deliver(outs);
@@ -40,16 +40,18 @@ void EngineImpl::loop() {
     finish_step(*inflight_, outs);
     inflight_.reset();
   }
-  take_inbox(outs);
+  take_inbox(outs, true);  // held or not: everything still queued is aborted below
   abort_everything(outs);
   deliver(outs);
 }
 
-void EngineImpl::take_inbox(Outputs& outs) {
+void EngineImpl::take_inbox(Outputs& outs, bool even_if_held) {
   std::vector<std::unique_ptr<EngineRequest>> fresh;
   std::vector<uint64_t> aborts;
   {
     std::lock_guard<std::mutex> lk(mu_);
+    // Aborts wait with the requests (one may name a request still in the inbox).
+    if (intake_held_ && !even_if_held) return;
     fresh.swap(inbox_);
     aborts.swap(abort_inbox_);
   }

@@ -180,5 +180,43 @@ TEST(EngineLifecycle, StepTimesCountEveryStep) {
   EXPECT_GT(st.forward_s + st.sample_s, 0.0);
 }
 
+// A held intake schedules nothing (no output, nothing waiting or running) until it is released;
+// then every request runs, and an abort sent while held reaches its request. Shutdown with the
+// intake still held aborts what it holds.
+TEST(EngineLifecycle, HeldIntakeStartsNothingUntilReleased) {
+  auto e = Engine::create(small_config());
+  const auto prompts = story_prompts(*e);
+  Collector col;
+  std::atomic<int> updates{0};
+  {
+    IntakeHold hold(*e);
+    for (int i = 0; i < 3; ++i) col.submit(*e, greedy(prompts[size_t(i)], 20));
+    const uint64_t aborted = e->add_request(greedy(prompts[3], 20), [&](const RequestOutput& o) {
+      if (o.finished) EXPECT_EQ(o.finish_reason, FinishReason::Abort);
+      ++updates;
+    });
+    e->abort(aborted);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const EngineStats st = e->stats();
+    EXPECT_EQ(st.num_waiting + st.num_running, 0);
+    EXPECT_EQ(st.prompt_tokens_total, 0);
+    EXPECT_EQ(updates.load(), 0);
+  }
+  const auto res = col.wait();
+  for (auto& r : res) {
+    EXPECT_EQ(r[0].ids.size(), 20u);
+    EXPECT_EQ(r[0].reason, FinishReason::Length);
+  }
+  wait_idle(*e);
+  EXPECT_GT(updates.load(), 0);
+
+  auto held = Engine::create(small_config());
+  Collector left;
+  held->hold_intake(true);
+  left.submit(*held, greedy(prompts[0], 20));
+  held->shutdown();
+  EXPECT_EQ(left.wait()[0][0].reason, FinishReason::Abort);
+}
+
 }  // namespace
 }  // namespace portllm::test

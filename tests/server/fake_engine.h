@@ -27,6 +27,9 @@ class FakeEngine : public Engine {
   std::string raw_text;         // non-empty: emitted as the text of the first update, verbatim
   int token_delay_ms = 1;
 
+  // The fake starts each request at once; nothing of the server holds its intake.
+  void hold_intake(bool) override {}
+
   uint64_t add_request(RequestInput in, OutputCallback cb) override {
     if (in.prompt_ids.empty()) PL_THROW("empty prompt");
     for (int32_t id : in.prompt_ids)
