@@ -7,7 +7,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
-#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -71,24 +70,25 @@ RunResult run_batch(Engine& engine, std::vector<RequestInput>& reqs, ProgressBar
   std::string error;
   const auto t0 = Clock::now();
   // All in before the first step (Engine::hold_intake): the same batches on every run.
-  std::optional<IntakeHold> hold(std::in_place, engine);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    engine.add_request(reqs[i], [&, i](const RequestOutput& o) {
-      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
-      std::lock_guard<std::mutex> lk(mu);
-      if (res.ttft[i] == 0 && !o.token_ids.empty()) res.ttft[i] = t;
-      res.output_tokens += int64_t(o.token_ids.size());
-      if (o.finished) {
-        if (!o.error.empty() && error.empty()) error = o.error;
-        res.e2e[i] = t;
-        --left;
-        ++done;
-        cv.notify_all();
-      }
-      if (bar) bar->update(done, res.output_tokens);
-    });
+  {
+    IntakeHold hold(engine);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      engine.add_request(reqs[i], [&, i](const RequestOutput& o) {
+        const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+        std::lock_guard<std::mutex> lk(mu);
+        if (res.ttft[i] == 0 && !o.token_ids.empty()) res.ttft[i] = t;
+        res.output_tokens += int64_t(o.token_ids.size());
+        if (o.finished) {
+          if (!o.error.empty() && error.empty()) error = o.error;
+          res.e2e[i] = t;
+          --left;
+          ++done;
+          cv.notify_all();
+        }
+        if (bar) bar->update(done, res.output_tokens);
+      });
+    }
   }
-  hold.reset();
   std::unique_lock<std::mutex> lk(mu);
   cv.wait(lk, [&] { return left == 0; });
   res.elapsed = std::chrono::duration<double>(Clock::now() - t0).count();

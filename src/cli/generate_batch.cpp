@@ -3,7 +3,6 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
-#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -74,48 +73,49 @@ void run_generate_batch(Engine& engine, const std::string& input_path, const std
   ProgressBar bar(int(inputs.size()), "generate");
   // All in before the first step (Engine::hold_intake): the same batches, so the same tokens, on
   // every run.
-  std::optional<IntakeHold> hold(std::in_place, engine);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    LineResult& r = results[i];
-    r.prompt = echoes[i];
-    r.samples.resize(size_t(inputs[i].params.n));
-    r.unfinished = inputs[i].params.n;
-    // An invalid line becomes an "error" output line; the others still run.
-    try {
-      engine.add_request(inputs[i], [&, i](const RequestOutput& o) {
-      std::lock_guard<std::mutex> lk(mu);
-      LineResult& lr = results[i];
-      SampleResult& s = lr.samples[size_t(o.index)];
-      s.text += o.text;
-      s.ids.insert(s.ids.end(), o.token_ids.begin(), o.token_ids.end());
-      for (const TokenLogprob& lp : o.logprobs) {
-        nlohmann::json top = nlohmann::json::array();
-        for (auto& [tid, v] : lp.top) top.push_back({tid, v});
-        s.logprobs.push_back({{"id", lp.id}, {"logprob", lp.logprob}, {"top", top}});
+  {
+    IntakeHold hold(engine);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      LineResult& r = results[i];
+      r.prompt = echoes[i];
+      r.samples.resize(size_t(inputs[i].params.n));
+      r.unfinished = inputs[i].params.n;
+      // An invalid line becomes an "error" output line; the others still run.
+      try {
+        engine.add_request(inputs[i], [&, i](const RequestOutput& o) {
+        std::lock_guard<std::mutex> lk(mu);
+        LineResult& lr = results[i];
+        SampleResult& s = lr.samples[size_t(o.index)];
+        s.text += o.text;
+        s.ids.insert(s.ids.end(), o.token_ids.begin(), o.token_ids.end());
+        for (const TokenLogprob& lp : o.logprobs) {
+          nlohmann::json top = nlohmann::json::array();
+          for (auto& [tid, v] : lp.top) top.push_back({tid, v});
+          s.logprobs.push_back({{"id", lp.id}, {"logprob", lp.logprob}, {"top", top}});
+        }
+        out_tokens += int64_t(o.token_ids.size());
+        lr.prompt_tokens = o.prompt_tokens;
+        if (o.finished) {
+          s.finish_reason = o.finish_reason ? finish_reason_name(*o.finish_reason) : "";
+          s.stop_reason = o.stop_reason;
+          s.error = o.error;
+          s.cached_tokens = o.cached_tokens;
+          if (--lr.unfinished == 0) ++done;
+          bar.update(done, out_tokens);
+          cv.notify_all();
+        }
+        });
+      } catch (const Error& e) {
+        std::lock_guard<std::mutex> lk(mu);
+        for (auto& smp : r.samples) {
+          smp.finish_reason = "error";
+          smp.error = e.what();
+        }
+        r.unfinished = 0;
+        ++done;
       }
-      out_tokens += int64_t(o.token_ids.size());
-      lr.prompt_tokens = o.prompt_tokens;
-      if (o.finished) {
-        s.finish_reason = o.finish_reason ? finish_reason_name(*o.finish_reason) : "";
-        s.stop_reason = o.stop_reason;
-        s.error = o.error;
-        s.cached_tokens = o.cached_tokens;
-        if (--lr.unfinished == 0) ++done;
-        bar.update(done, out_tokens);
-        cv.notify_all();
-      }
-      });
-    } catch (const Error& e) {
-      std::lock_guard<std::mutex> lk(mu);
-      for (auto& smp : r.samples) {
-        smp.finish_reason = "error";
-        smp.error = e.what();
-      }
-      r.unfinished = 0;
-      ++done;
     }
   }
-  hold.reset();
   // Write lines in input order as soon as each and all before it are done.
   size_t next = 0;
   std::unique_lock<std::mutex> lk(mu);

@@ -127,10 +127,11 @@ class Engine {
   // context, a request that can never fit in the KV pool. `cb` runs on the engine thread.
   virtual uint64_t add_request(RequestInput input, OutputCallback cb) = 0;
   // While the intake is held, added requests (and aborts) wait in the inbox and no step schedules
-  // them; requests already running go on; releasing it lets them all in at once. A caller that adds a batch (offline generate, bench)
-  // holds it around the adds (IntakeHold), so the first steps see the whole batch however fast
-  // it was added: otherwise the engine thread starts on the first few requests, and the batches,
-  // hence the bf16 rounding of every step and near-tied greedy tokens, vary from run to run.
+  // them; requests already running go on; releasing it lets them all in at once. A caller that
+  // adds a batch (offline generate, bench) holds it around the adds (IntakeHold), so the first
+  // steps see the whole batch however fast it was added: otherwise the engine thread starts on
+  // the first few requests, and the batches, hence the bf16 rounding of every step and near-tied
+  // greedy tokens, vary from run to run.
   virtual void hold_intake(bool held) = 0;
   // Stops a request (all its samples); a final output with FinishReason::Abort follows unless it
   // already finished. Its KV blocks are freed. Unknown ids are ignored.

@@ -121,8 +121,7 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
                r.ints(std::vector<int32_t>(s.ctx_lens.begin(), s.ctx_lens.end()), {B}),
                r.ints(qsl, {B + 1})};
   if (s.longest_first) {
-    const std::vector<int32_t> lens(s.ctx_lens.begin(), s.ctx_lens.end());
-    c.tensors.push_back(r.ints(ops::longest_first(lens.data(), B), {B}));
+    c.tensors.push_back(r.ints(ops::longest_first(s.ctx_lens.data(), B), {B}));
   }
   c.outputs = {0};
   const float scale = float(1.0 / std::sqrt(double(s.D)));
