@@ -484,6 +484,7 @@ if has trace; then
         --kv-dtype ${TRACE_KV:-bf16} >"$OUT/trace-tput-$m.log" 2>&1
       row "trace $m throughput" "rc=$? $(awk '/output tok\/s/{print "out tok/s="$3}' "$OUT/trace-tput-$m.log")"
       python3 scripts/kernel_trace_totals.py /tmp/trace-tput-$m.csv 30 | tee -a "$OUT/trace-tput-summary.txt"
+      python3 scripts/kernel_trace_gaps.py /tmp/trace-tput-$m.csv 20 | tee -a "$OUT/trace-tput-summary.txt"
       # A dense model's projections by batch size against their limits (MoE and hybrid steps
       # have other kernels and are skipped there).
       # Rates: the probe's when the probe stage ran, else the H200's usual ones.

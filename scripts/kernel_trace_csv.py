@@ -20,6 +20,15 @@ def short_name(mangled):
     return mangled[:60]
 
 
+def group(mangled):
+    """Our kernels by their own name; library kernels (cuBLAS' nvjet / xmma / cutlass) as one group."""
+    if "portllm" in mangled:
+        return short_name(mangled)
+    if re.search(r"gemm|nvjet|xmma|cutlass", mangled, re.I):
+        return "vendor BLAS GEMM"
+    return mangled[:44]
+
+
 def read_trace(path):
     """The CSV's kernels as (start_ns, end_ns, stream, "gx x gy x gz", mangled name), in file order;
     exits with a message when there are none."""

@@ -16,16 +16,7 @@ import sys
 from collections import defaultdict
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_trace_csv import read_trace, short_name, split_steps  # noqa: E402
-
-
-def group(mangled):
-    """Our kernels by their own name; library kernels (cuBLAS' nvjet / xmma / cutlass) as one group."""
-    if "portllm" in mangled:
-        return short_name(mangled)
-    if re.search(r"gemm|nvjet|xmma|cutlass", mangled, re.I):
-        return "vendor BLAS GEMM"
-    return mangled[:44]
+from kernel_trace_csv import group, read_trace, split_steps  # noqa: E402
 
 
 rows = [(start, end, group(name)) for start, end, _stream, _grid, name in read_trace(sys.argv[1])]

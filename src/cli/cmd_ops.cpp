@@ -164,6 +164,7 @@ int run_perf(const Options& o) {
         };
         const auto kernels = KernelRegistry::instance().kernels(op, dev->kind());
         if (std::none_of(kernels.begin(), kernels.end(), wanted)) continue;
+        if (c.build) c.build(c);
         std::vector<Tensor> dev_t;
         for (auto& t : c.tensors) dev_t.push_back(t.defined() ? dev->upload(t) : t);
         c.tensors.clear();  // perf cases are large: keep one copy, on the device

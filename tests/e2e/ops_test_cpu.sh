@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `portllm ops test` on the CPU backend passes and prints its summary; an unknown op is an error;
-# `ops perf --cold` (caches evicted before each call: a no-op on the CPU) times a case.
+# `ops perf --cold` (caches evicted before each call: a no-op on the CPU) times a case, and times a
+# perf case whose tensors are seeded on demand (OpCase::build) once its pattern selects it.
 set -uo pipefail
 bin=$1
 out=$("$bin" ops test -b cpu 2>&1); rc=$?
@@ -13,4 +14,8 @@ perf=$("$bin" ops perf -b cpu -o RMS_NORM --dtypes f32 --cold -p "^cpu.rms_norm 
   { echo "$perf"; echo "FAIL: ops perf --cold"; exit 1; }
 grep -Eq "^RMS_NORM +cpu.rms_norm +k norm T=1 .* [0-9]+\.[0-9] +[0-9.]+ +-$" <<<"$perf" ||
   { echo "$perf"; echo "FAIL: no timed row from ops perf --cold"; exit 1; }
+perf=$("$bin" ops perf -b cpu -o ATTN_DECODE --dtypes bf16 -p "q/ctx=1/192 .*cache=bf16" 2>&1) ||
+  { echo "$perf"; echo "FAIL: ops perf on a deferred case"; exit 1; }
+grep -Eq "^ATTN_DECODE +[a-z.0-9_]+ +q/ctx=1/192 Hq=32 Hkv=4 .*cache=bf16 .* [0-9]+\.[0-9] " <<<"$perf" ||
+  { echo "$perf"; echo "FAIL: no timed row for the deferred ATTN_DECODE case"; exit 1; }
 exit 0

@@ -792,6 +792,19 @@ int cluster_size(const AttentionArgs& a, int groups, int splits, const DeviceCap
   return int64_t(groups) * c <= 2 * int64_t(caps.num_compute_units) ? c : 0;
 }
 
+// Blocks per compute unit the splits of the 4-warp form aim at: about two, at every batch (one
+// wave of the three that fit, and fewer partials to merge). Large batches aimed at four before;
+// H200, one binary (BENCHMARKS.md, forty-first session; `ops perf --cold`, Qwen3-8B heads, fp8
+// cache, us with four / two): 64 x 1k keys 55.2 / 51.1, 48 x 1000..1940 (the throughput workload's
+// tail, longest first) 49.2 / 43.7, 32 x 100..1772 longest first 31.9 / 27.5, 20 x 100..1502 25.2 /
+// 23.8; 96 and 256 sequences unchanged (no split either way). More splits lost everywhere: 16 per
+// compute unit took 256 x 150..1074 from 96.8 to 134.5 us. PORTLLM_ATTN_SPLIT_BPC overrides it
+// (read once), for measuring.
+int split_blocks_per_cu() {
+  static const int v = std::max(1, env_int("PORTLLM_ATTN_SPLIT_BPC", 2));
+  return v;
+}
+
 void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   AttnParams p = params_of(a);
   const int B = int(a.seq_lens.size(0));
@@ -801,8 +814,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const bool ok = attention_views_vec16(p, fp8 ? 16 : 8);
   if (!ok) return attn_decode_portable(a, s);
   // At least two tiles per warp and split (one in flight while the other is computed).
-  // With 4 warps, small batches get about two blocks per compute unit (up to three fit): one wave, and
-  // fewer partials to merge; large ones four (several waves, so the last one's tail matters less).
+  // With 4 warps, about two blocks per compute unit (up to three fit; split_blocks_per_cu).
   // Measured at batch 1 with Qwen3-8B heads on the H200 (two per compute unit: 12.2 us at 4k
   // keys, 43.0 at 32k): three per compute unit is 50 splits, 400 blocks for 396 slots, and the
   // second wave's 4 blocks made it 14.4 / 57.9 us; one per compute unit (17 splits) 13.0 / 53.3.
@@ -822,7 +834,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
                     ? small_batch_warps()
                     : kWarps;
   p.splits = W == 8 ? std::min(decode_splits(a, blocks, 2 * W * kKeys, caps, 1), caps.num_compute_units / blocks)
-                    : decode_splits(a, blocks, 2 * W * kKeys, caps, small_batch ? 2 : 4);
+                    : decode_splits(a, blocks, 2 * W * kKeys, caps, split_blocks_per_cu());
   // Early tiles at small batches (fewer (sequence, KV head) blocks than compute units, the same
   // test as the splits' above): there the first tile's latency is on the step's critical path
   // (Qwen3-8B at 4k 4.80 -> 4.76 ms). With them at every batch the throughput workload measured

@@ -17,6 +17,8 @@ struct AttnShape {
   bool longest_first = false;  // passes a work order, longest context first (AttentionArgs::work_order)
 };
 OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode);
+// The name attention_case gives its case (shapes, cache dtype, layout), without seeding anything.
+std::string attention_case_name(DType cache_dt, const AttnShape& s);
 // A contiguous [NB, H, page, D] cache seen as [NB, page, H, D] (head-major pages).
 Tensor head_major_view(Tensor t);
 

@@ -87,6 +87,21 @@ Tensor head_major_view(Tensor t) {
   return t;
 }
 
+std::string attention_case_name(DType cache_dt, const AttnShape& s) {
+  const int B = int(s.q_lens.size());
+  std::string lens;
+  const bool uniform = std::equal(s.q_lens.begin() + 1, s.q_lens.end(), s.q_lens.begin()) &&
+                       std::equal(s.ctx_lens.begin() + 1, s.ctx_lens.end(), s.ctx_lens.begin());
+  if (uniform && B > 4) lens = fmt::format("{}x{}/{}", B, s.q_lens[0], s.ctx_lens[0]);  // B sequences alike
+  else if (B > 16)  // a large ragged batch: its range
+    lens = fmt::format("{}x{}/{}..{}", B, s.q_lens[0], *std::min_element(s.ctx_lens.begin(), s.ctx_lens.end()),
+                       *std::max_element(s.ctx_lens.begin(), s.ctx_lens.end()));
+  else
+    for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
+  return fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}{}{}", lens, s.Hq, s.Hkv, s.D, s.page,
+                     dtype_name(cache_dt), s.head_major ? " hnd" : "", s.longest_first ? " longest-first" : "");
+}
+
 OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode) {
   CaseRng r(uint64_t(s.D * 7 + s.Hq + s.page + int(cache_dt) + (decode ? 1000 : 0)));
   int max_blocks, nb;
@@ -97,17 +112,7 @@ OpCase attention_case(DType act, DType cache_dt, const AttnShape& s, bool decode
   const int T = qsl.back();
   OpCase c;
   c.op = decode ? Op::ATTN_DECODE : Op::ATTN_PREFILL;
-  std::string lens;
-  const bool uniform = std::equal(s.q_lens.begin() + 1, s.q_lens.end(), s.q_lens.begin()) &&
-                       std::equal(s.ctx_lens.begin() + 1, s.ctx_lens.end(), s.ctx_lens.begin());
-  if (uniform && B > 4) lens = fmt::format("{}x{}/{}", B, s.q_lens[0], s.ctx_lens[0]);  // B sequences alike
-  else if (B > 16)  // a large ragged batch: its range
-    lens = fmt::format("{}x{}/{}..{}", B, s.q_lens[0], *std::min_element(s.ctx_lens.begin(), s.ctx_lens.end()),
-                       *std::max_element(s.ctx_lens.begin(), s.ctx_lens.end()));
-  else
-    for (int b = 0; b < B; ++b) lens += fmt::format("{}{}/{}", b ? "," : "", s.q_lens[size_t(b)], s.ctx_lens[size_t(b)]);
-  c.name = fmt::format("q/ctx={} Hq={} Hkv={} D={} page={} cache={}{}{}", lens, s.Hq, s.Hkv, s.D, s.page,
-                       dtype_name(cache_dt), s.head_major ? " hnd" : "", s.longest_first ? " longest-first" : "");
+  c.name = attention_case_name(cache_dt, s);
   // An fp8 cache's values are read exactly on every side (e4m3 widens exactly to any float type),
   // so it adds no rounding of its own: the bound of a 16-bit cache.
   c.tol = std::max(default_tolerance(act), default_tolerance(cache_dt == DType::F8E4M3 ? DType::BF16 : cache_dt));

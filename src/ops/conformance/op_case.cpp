@@ -53,6 +53,16 @@ const CaseGenerator* perf_case_generator(Op op) {
   return it == perf_generators().end() ? nullptr : &it->second;
 }
 
+void defer_tensors(OpCase& c, std::function<OpCase()> make) {
+  c.build = [make = std::move(make)](OpCase& self) {
+    OpCase full = make();
+    self.tensors = std::move(full.tensors);
+    self.outputs = std::move(full.outputs);
+    self.tol = full.tol;
+    self.invoke = std::move(full.invoke);
+  };
+}
+
 uint64_t CaseRng::next() {
   // splitmix64: tiny, seedable, good enough for test data.
   uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);

@@ -24,7 +24,14 @@ struct OpCase {
   // its timing into GB/s and TFLOP/s, to set against the device's measured limits.
   double bytes = 0, flops = 0;
   std::function<void(const std::vector<Tensor>& t, const ArgsSink& sink)> invoke;
+  // Set by perf cases whose tensors are costly to seed (model-sized KV caches): they leave
+  // tensors and invoke to build(), which `ops perf` calls only for a case its pattern selects.
+  std::function<void(OpCase& self)> build;
 };
+
+// Makes `c` (name, bytes and flops already set) take its tensors, outputs, tolerance and invoke
+// from make() when built.
+void defer_tensors(OpCase& c, std::function<OpCase()> make);
 
 // Case generators, one per op (ops/conformance/cases_*.cpp). `dtype` is the activation dtype
 // the sweep asks for; a generator may return no cases for a dtype its op does not take.
