@@ -5,7 +5,8 @@ kernel_trace_totals.py says how much of a throughput run the device is idle; thi
 each gap in the merged coverage of all streams (no kernel running) is charged to the pair of
 kernels around it, and to its place in the engine step (before the step's first kernel: the host
 building the next step; inside the step: a launch the device waited for). Start-up (up to the
-first prefill step's embedding kernel) is left out as in kernel_trace_totals.py.
+first prefill step's embedding kernel) is left out as in kernel_trace_totals.py. The gaps of 100 us
+and more are also listed one by one, with the step they precede.
 Usage: kernel_trace_gaps.py trace.csv [N] (N rows per table, default 15). Times in ms."""
 import re
 import sys
@@ -25,9 +26,12 @@ by_pair = defaultdict(lambda: [0, 0.0])
 by_place = defaultdict(lambda: [0, 0.0])
 sizes = [(1e3, "<1 us"), (5e3, "1-5 us"), (20e3, "5-20 us"), (100e3, "20-100 us"), (1e12, ">=100 us")]
 by_size = defaultdict(lambda: [0, 0.0])
-covered_to, last_name, step_start = rows[0][1], rows[0][2], False
+largest = []  # (gap, step, before, after): the gaps of 100 us and more, each on its own
+covered_to, last_name, step_start, step = rows[0][1], rows[0][2], False, 0
 for start, end, name in rows[1:]:
     gap = start - covered_to
+    if gap >= 100e3:
+        largest.append((gap, step, last_name, name))
     if gap > 0:
         place = "step boundary (after the sampler)" if step_start else "inside a step"
         for key, table in (((last_name, name), by_pair), (place, by_place),
@@ -37,6 +41,7 @@ for start, end, name in rows[1:]:
     if end > covered_to:
         covered_to, last_name = end, name
     step_start = bool(SAMPLER.search(name))
+    step += step_start
 
 span = rows[-1][1] - rows[0][0]
 idle = sum(t for _, t in by_place.values())
@@ -48,3 +53,6 @@ for title, table in (("by place", by_place), ("by size", by_size)):
 print("\nidle by the kernels around it (before -> after):")
 for (a, b), (n, t) in sorted(by_pair.items(), key=lambda kv: -kv[1][1])[:top]:
     print(f"  {a[:34]:34s} -> {b[:34]:34s} {n:8d} {t / 1e6:9.3f} ms {t / n / 1e3:7.1f} us")
+print(f"\nthe largest gaps (of {len(largest)} of 100 us or more; steps counted from 0 at the first prefill step):")
+for gap, st, a, b in sorted(largest, reverse=True)[:top]:
+    print(f"  {gap / 1e3:9.1f} us before step {st:5d}'s {b[:34]:34s} after {a[:34]}")
