@@ -2,7 +2,8 @@
 # scripts/kernel_trace_totals.py (gpu-check.sh's `trace` stage with TRACE_TPUT=1) on a synthetic
 # CUPTI CSV: all streams merged, each kernel charged the part of its interval no earlier kernel
 # covers, steps cut after each sampler kernel and split into prefill steps (a prefill attention
-# kernel in them) and decode steps, library GEMMs grouped, idle time = span - busy.
+# kernel in them) and decode steps, library GEMMs grouped, idle time = span - busy. Then
+# scripts/kernel_trace_gaps.py on the same CSV: where that idle time sits.
 # Args: <portllm binary (unused)> <source dir>.
 set -euo pipefail
 SRC=$2
@@ -58,4 +59,19 @@ grep -Eq "^gemv_kernel +3 +0.020 +58.8% .* +7.0$" <<<"$decode"
 grep -Eq "^attn_decode_mma_kernel +2 +0.010 +29.4% .* +7.0$" <<<"$decode"
 grep -Eq "^sample_kernel +2 +0.002 +5.9%" <<<"$decode"
 grep -Eq "^memcpy_HtoD +2 +0.002 +5.9%" <<<"$decode"
-echo "kernel_trace_totals: ok"
+gaps=$(python3 "$SRC/scripts/kernel_trace_gaps.py" "$T/trace.csv")
+echo "$gaps"
+# The 24 us: after each sampler before the next step's copy 2 + 4 us (the step boundary), and
+# inside the decode steps copy -> gemv 5 + 5 and attention -> sampler 4 + 4.
+grep -q "^span 0.120 ms, idle 0.024 ms (20.00%)" <<<"$gaps"
+grep -Eq "^  inside a step +4 gaps +0.018 ms" <<<"$gaps"
+grep -Eq "^  step boundary \(after the sampler\) +2 gaps +0.006 ms" <<<"$gaps"
+grep -Eq "^  memcpy_HtoD +-> gemv_kernel +2 +0.010 ms" <<<"$gaps"
+grep -Eq "^  attn_decode_mma_kernel +-> sample_kernel +2 +0.008 ms" <<<"$gaps"
+grep -Eq "^  sample_kernel +-> memcpy_HtoD +2 +0.006 ms" <<<"$gaps"
+grep -q "of 0 of 100 us or more" <<<"$gaps"
+# A 250 us gap before the third step's embedding is listed on its own.
+{ cat "$T/trace.csv"; echo "$((t0 + 370000)),$((t0 + 371000)),7,8,1,1,256,$embed"; } >"$T/trace2.csv"
+gaps=$(python3 "$SRC/scripts/kernel_trace_gaps.py" "$T/trace2.csv")
+grep -Eq "^ +250.0 us before step +3's embed_kernel +after sample_kernel" <<<"$gaps"
+echo "kernel_trace_totals, kernel_trace_gaps: ok"
