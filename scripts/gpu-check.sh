@@ -306,14 +306,22 @@ if has throughput; then
   # The nano-vllm workload: 256 sequences, input and output uniform in [100, 1024], ignore_eos,
   # temperature 0.6 (bench throughput's defaults). TPUT_MODELS narrows the models (Qwen3-8B for
   # issue 8, Qwen3-30B-A3B for issue 9), TPUT_KV the KV cache dtypes (bf16 and fp8).
+  # A/B on one machine (machines differ by up to ~5%): TPUT_AB lists environment settings run in
+  # turn, TPUT_REPS times ("-" is none), e.g. TPUT_AB="- PORTLLM_ATTN_SPLIT_BPC=4" TPUT_REPS=2.
   for m in ${TPUT_MODELS:-Qwen3-8B Qwen3-30B-A3B}; do
     for kv in ${TPUT_KV:-bf16 fp8}; do
-      log="$OUT/throughput-$m-$kv.log"
-      timeout 400 "$PL" bench throughput --device cuda --load-format dummy --model tests/data/configs/$m \
-        --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 --kv-dtype $kv >"$log" 2>&1
-      rc=$?
-      row "$m nano-vllm throughput (256 seqs, kv $kv)" "$(awk '/output tok\/s/{print "out tok/s="$3} /total tok\/s/{print "total="$3}' "$log" | tr '\n' ' ') rc=$rc"
-      row "  engine loop" "$(grep -h '^engine steps' "$log")"
+      for rep in $(seq "${TPUT_REPS:-1}"); do
+        for ab in ${TPUT_AB:--}; do
+          envs=(); [ "$ab" != - ] && envs=("$ab")
+          tag=$([ "$ab" = - ] && echo "" || echo " $ab")
+          log="$OUT/throughput-$m-$kv-${ab/=/-}-$rep.log"
+          env "${envs[@]}" timeout 400 "$PL" bench throughput --device cuda --load-format dummy --model tests/data/configs/$m \
+            --num-prompts 256 --max-model-len 2048 --max-num-seqs 256 --kv-dtype $kv >"$log" 2>&1
+          rc=$?
+          row "$m nano-vllm throughput (256 seqs, kv $kv)$tag" "$(awk '/output tok\/s/{print "out tok/s="$3} /total tok\/s/{print "total="$3}' "$log" | tr '\n' ' ') rc=$rc"
+          row "  engine loop" "$(grep -h '^engine steps' "$log")"
+        done
+      done
     done
   done
 fi
