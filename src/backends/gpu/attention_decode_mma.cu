@@ -195,31 +195,35 @@ constexpr size_t kSmemBytes = kDynSmemAlign + size_t(kRows) * kLd<D> * 2 + size_
 // workload 10,939-10,966 -> 11,149-11,162 out tok/s. Four blocks (128 registers, Q's fragments
 // then read from shared memory each tile) took 256 x 1k to 146.0 us but ragged 256 only to 161.8
 // and 96 to 75.0 (slower), and the workload not at all (11,016-11,021 against 11,019-11,026).
-template <class T, class TC, int D, bool kCluster, int W, bool kLarge = false, int kMinBlocks = 1, int S = kStages>
+template <class T, class TC, int D, bool kCluster, int W, bool kLarge = false, int kMinBlocks = 1, int S = kStages,
+          bool kHN = false>
 __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(AttnParams p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int LD = kLd<D>, VPR = D / 8;  // 16-byte vectors per row of Q
   // The cache as copied: 16-byte vectors of EV values, CVPR per row, rows SLD values apart.
   constexpr int EV = 16 / int(sizeof(TC)), CVPR = D / EV, SLD = kStageLd<D, TC>;
   constexpr int kThreads = W * 32;
+  // kHN: the query heads are the MMAs' N dimension, 8 per block (see "Heads as N" below).
+  static_assert(!kHN || (kDirect<D, TC> && !kCluster), "heads as N: e4m3 tiles at head dim 128, split form");
+  constexpr int kR = kHN ? 8 : kRows;  // query heads per block
   // The MMAs' dtype: q's, or f16 for an fp8 cache (one instruction widens a pair of e4m3 to f16
   // on sm_89+, against ~5 to bf16: widen_fp8x4_f16); Q is converted as it is staged, K and V widened.
   using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;
   // The warps' outputs after the loop: rows of kORow floats (see o_col below).
-  constexpr int kORow = kCluster ? D : kDirect<D, TC> ? D + 4 : D + 8;
+  constexpr int kORow = kCluster ? D : kHN ? D + 12 : kDirect<D, TC> ? D + 4 : D + 8;
   constexpr size_t kRegionBytes = kSmemBytes<D, W, TC, S> - kDynSmemAlign;  // from smem_raw on
-  static_assert(size_t(W) * kRows * kORow * 4 <= kRegionBytes, "warp outputs fit the shared memory");
+  static_assert(size_t(W) * kR * kORow * 4 <= kRegionBytes, "warp outputs fit the shared memory");
   static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kRegionBytes,
                 "the split merge fits at least one split at a time");
   static_assert(kKeys * CVPR % 32 == 0, "a tile is a whole number of 16-byte copies per lane");
-  const int row_tiles = (p.group + kRows - 1) / kRows;
+  const int row_tiles = (p.group + kR - 1) / kR;
   const int kh = blockIdx.x / row_tiles, rt = blockIdx.x % row_tiles;
   // Grid rows follow the work order where one is given (longest context first: blocks start in
   // grid order, so the long sequences' blocks start in the first waves instead of running on
   // alone at the end of a ragged batch).
   const int b = p.work_order ? p.work_order[blockIdx.y] : int(blockIdx.y), split = blockIdx.z;
-  const int h0 = kh * p.group + rt * kRows;
-  const int ng = min(kRows, p.group - rt * kRows);
+  const int h0 = kh * p.group + rt * kR;
+  const int ng = min(kR, p.group - rt * kR);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   // The step's metadata (lengths, block tables) is uploaded before the step, never written by a
   // kernel of it: read before the wait, while the previous kernel drains (programmatic_launch.cuh).
@@ -366,7 +370,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // Q to be converted (bf16 q, fp8 cache) is loaded to registers and stored after the tiles'
   // copies are issued, so they do not wait for its round trip; its commit group stays, empty.
   if constexpr (std::is_same_v<TM, T>)
-    for (int i = tid; i < kRows * VPR; i += kThreads) {
+    for (int i = tid; i < kR * VPR; i += kThreads) {
       const int r = i / VPR, c = i % VPR;
       const int64_t off = r < ng ? int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8 : 0;
       cp_async16(sQ + r * LD + c * 8, q + off, r < ng ? 16 : 0);
@@ -378,7 +382,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     cp_async_commit();
   }
   if constexpr (!std::is_same_v<TM, T>)
-    for (int i = tid; i < kRows * VPR; i += kThreads) {
+    for (int i = tid; i < kR * VPR; i += kThreads) {
       const int r = i / VPR, c = i % VPR;
       const int64_t off = r < ng ? int64_t(qrow) * p.q_s0 + int64_t(h0 + r) * p.q_s1 + c * 8 : 0;
       const uint4 v = r < ng ? *reinterpret_cast<const uint4*>(q + off) : make_uint4(0u, 0u, 0u, 0u);
@@ -393,9 +397,17 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // scheduler, short-scoreboard stalls on shared memory the largest share). kDirect builds them
   // with its head-dim map (see "Fragments from e4m3 tiles").
   constexpr bool kQInRegs = D <= 128;
-  uint32_t qa[kQInRegs ? D / 16 : 1][4];
+  uint32_t qa[kQInRegs && !kHN ? D / 16 : 1][4];
+  uint32_t qb[kHN ? D / 16 : 1][2];  // kHN: Q^T's B fragments, with kDirect's head-dim map
   const int g = lane / 4, t = lane % 4;  // a fragment's row (or column) and k pair
-  if constexpr (kDirect<D, TC>) {  // k-step s's k slots of lane t: dims 32t + 4s + {0, 1, 2, 3}
+  if constexpr (kHN) {
+#pragma unroll
+    for (int s = 0; s < D / 16; ++s) {
+      const TM* q0 = sQ + g * LD + (D / 4) * t + 4 * s;
+      qb[s][0] = *reinterpret_cast<const uint32_t*>(q0);
+      qb[s][1] = *reinterpret_cast<const uint32_t*>(q0 + 2);
+    }
+  } else if constexpr (kDirect<D, TC>) {  // k-step s's k slots of lane t: dims 32t + 4s + {0, 1, 2, 3}
 #pragma unroll
     for (int s = 0; s < D / 16; ++s) {
       const TM* q0 = sQ + g * LD + (D / 4) * t + 4 * s;
@@ -409,30 +421,92 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     for (int kk = 0; kk < D; kk += 16) ldsm_x4(qa[kk / 16], sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
   }
 
-  // The trip count depends on the warp only: every lane runs every iteration (the softmax
-  // reductions are full-warp shuffles).
-  for (int j = 0, buf = 0; j < my_tiles; ++j, buf = buf + 1 == S ? 0 : buf + 1) {
-    // From j = 1 the buffer freed by the last iteration takes tile j + S - 1 (the prologue
-    // filled every buffer, so j = 0 adds no group: the newest S - 1 then are tiles 1 ..).
-    if (j > 0) {
-      if (j + S - 1 < my_tiles) issue(j + S - 1, buf == 0 ? S - 1 : buf - 1);
-      cp_async_commit();
+  // Heads as N (kHN; fp8 tiles at head dim 128, up to 8 query heads per KV head): S^T = K Q^T and
+  // O^T += V^T P^T, the keys and head dims as the MMAs' M rows and the query heads as their 8
+  // columns. The row form above fills 4 of 16 rows with Qwen3-8B's 4 heads per KV head, this one
+  // 4 of 8 columns: per 16-key tile 8 + 8 MMAs instead of 16 + 16, 4 exponentials per lane
+  // instead of 8, and 8 output tiles (32 registers) instead of 16 (64). The loads and conversions
+  // are the row form's, from the same rows and chunks:
+  // - S^T's A fragment rows g and g + 8 are key rows pk and pk + 2 (pk = 4 (g / 2) + g % 2, the row
+  //   form's n-tiles 0 and 1), k-step s the head dims 32t + 4s + {0, 1, 2, 3} as there;
+  // - its accumulator pairs (key, heads 2t and 2t + 1), packed to f16, become P^T's B fragments
+  //   by one transpose each (movmatrix): slots 2t, 2t + 1, 2t + 8, 2t + 9 are keys 4t .. 4t + 3;
+  // - V^T's A fragment of output tile i holds dims 16g + 2i (row g) and 16g + 2i + 1 (row g + 8):
+  //   a byte permute of two key rows and one conversion give both rows' pairs.
+  // The softmax's maximum per head is a reduction over the 8 lanes of a column (3 shuffles each
+  // for the 2 heads a lane holds).
+  auto tile_hn = [&](const uint8_t* tK, const uint8_t* tV, int kt) {
+    const int pk = 4 * (g / 2) + g % 2;
+    uint4 kw[2][2];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = pk + 2 * nt;
+        kw[nt][h] = *reinterpret_cast<const uint4*>(tK + r * D + fp8_chunk(r, 2 * t + h) * 16);
+      }
+    auto word = [](const uint4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; };
+    float sa[2][4] = {};  // even and odd k-steps: two chains of 4 dependent MMAs instead of one of 8
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      uint32_t a[4];
+      widen_fp8x4_f16(word(kw[0][ks / 4], ks % 4), a[0], a[2]);
+      widen_fp8x4_f16(word(kw[1][ks / 4], ks % 4), a[1], a[3]);
+      Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
     }
-    cp_async_wait<S - 1>();  // tile j has landed
-    __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
-    const TM* sK = nullptr;
-    if constexpr (kFp8<TC> && !kDirect<D, TC>) {
-      widen_fp8_tile<D, 2 * kKeys, 32>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), lane);
-      __syncwarp();  // the widened pair, written by all lanes, is visible to the whole warp
-      sK = s_wide;
-    } else if constexpr (!kFp8<TC>) {
-      sK = staged(buf);
+    float s[4];  // (key pk, head 2t), (pk, 2t + 1), (pk + 2, 2t), (pk + 2, 2t + 1)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[e] = sa[0][e] + sa[1][e];
+    if (!kLarge || kt + kKeys > end) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[e] = kt + pk + (e & 2) < end ? s[e] * s_scale : -INFINITY;
+    } else if (!kQScaled) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[e] *= s_scale;
     }
-    const TM* sV = kDirect<D, TC> ? nullptr : sK + kTileElems<D>;
-    const uint8_t* tK = reinterpret_cast<const uint8_t*>(staged(buf));  // kDirect: the e4m3 tiles
-    const uint8_t* tV = tK + kKeys * D;
-    const int kt = start + (warp + j * W) * kKeys;
+    const float mn0 = fmaxf(m0, column_max(fmaxf(s[0], s[2])));  // finite: key kt is valid
+    const float mn1 = fmaxf(m1, column_max(fmaxf(s[1], s[3])));
+    const float alpha0 = ex2(m0 - mn0), alpha1 = ex2(m1 - mn1);
+    s[0] = ex2(s[0] - mn0);
+    s[1] = ex2(s[1] - mn1);
+    s[2] = ex2(s[2] - mn0);
+    s[3] = ex2(s[3] - mn1);
+    l0 = l0 * alpha0 + (s[0] + s[2]);  // per-lane partial sums; the column is reduced at the end
+    l1 = l1 * alpha1 + (s[1] + s[3]);
+    if (__any_sync(0xffffffffu, mn0 != m0 || mn1 != m1)) {
+#pragma unroll
+      for (int i = 0; i < D / 16; ++i) {
+        o[i][0] *= alpha0;
+        o[i][1] *= alpha1;
+        o[i][2] *= alpha0;
+        o[i][3] *= alpha1;
+      }
+    }
+    m0 = mn0;
+    m1 = mn1;
+    const uint32_t pb0 = movmatrix_trans(Mma<TM>::pack(s[0], s[1]));
+    const uint32_t pb1 = movmatrix_trans(Mma<TM>::pack(s[2], s[3]));
+    uint4 vw[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int r = 4 * t + i;
+      vw[i] = *reinterpret_cast<const uint4*>(tV + r * D + fp8_chunk(r, g) * 16);
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const uint32_t r0 = word(vw[0], c), r1 = word(vw[1], c), r2 = word(vw[2], c), r3 = word(vw[3], c);
+      uint32_t a[4];
+      widen_fp8x4_f16(__byte_perm(r0, r1, 0x5140), a[0], a[1]);
+      widen_fp8x4_f16(__byte_perm(r2, r3, 0x5140), a[2], a[3]);
+      Mma<TM>::run(o[2 * c], a, pb0, pb1);
+      widen_fp8x4_f16(__byte_perm(r0, r1, 0x7362), a[0], a[1]);
+      widen_fp8x4_f16(__byte_perm(r2, r3, 0x7362), a[2], a[3]);
+      Mma<TM>::run(o[2 * c + 1], a, pb0, pb1);
+    }
+  };
 
+  // One 16-key tile of the row form: the query heads as the MMAs' M rows (S = Q K^T, O += P V).
+  auto tile_rows = [&](const TM* sK, const TM* sV, const uint8_t* tK, const uint8_t* tV, int kt) {
     float s[2][4];
 #pragma unroll
     for (int i = 0; i < 2; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
@@ -558,10 +632,42 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
         Mma<TM>::run(o[2 * d2 + 1], a, vb[2], vb[3]);
       }
     }
+  };
+
+  // The trip count depends on the warp only: every lane runs every iteration (the softmax
+  // reductions are full-warp shuffles).
+  for (int j = 0, buf = 0; j < my_tiles; ++j, buf = buf + 1 == S ? 0 : buf + 1) {
+    // From j = 1 the buffer freed by the last iteration takes tile j + S - 1 (the prologue
+    // filled every buffer, so j = 0 adds no group: the newest S - 1 then are tiles 1 ..).
+    if (j > 0) {
+      if (j + S - 1 < my_tiles) issue(j + S - 1, buf == 0 ? S - 1 : buf - 1);
+      cp_async_commit();
+    }
+    cp_async_wait<S - 1>();  // tile j has landed
+    __syncwarp();                  // tile j, copied by all lanes, is visible to the whole warp
+    const TM* sK = nullptr;
+    if constexpr (kFp8<TC> && !kDirect<D, TC>) {
+      widen_fp8_tile<D, 2 * kKeys, 32>(s_wide, reinterpret_cast<const uint8_t*>(staged(buf)), lane);
+      __syncwarp();  // the widened pair, written by all lanes, is visible to the whole warp
+      sK = s_wide;
+    } else if constexpr (!kFp8<TC>) {
+      sK = staged(buf);
+    }
+    const TM* sV = kDirect<D, TC> ? nullptr : sK + kTileElems<D>;
+    const uint8_t* tK = reinterpret_cast<const uint8_t*>(staged(buf));  // kDirect: the e4m3 tiles
+    const uint8_t* tV = tK + kKeys * D;
+    const int kt = start + (warp + j * W) * kKeys;
+    if constexpr (kHN) tile_hn(tK, tV, kt);
+    else tile_rows(sK, sV, tK, tV, kt);
     __syncwarp();  // every lane is done with buf before a later iteration refills it
   }
-  l0 = quad_sum(l0);
-  l1 = quad_sum(l1);
+  if constexpr (kHN) {
+    l0 = column_sum(l0);
+    l1 = column_sum(l1);
+  } else {
+    l0 = quad_sum(l0);
+    l1 = quad_sum(l1);
+  }
 
   // Merge the warps: (max, sum) per row and the unnormalized outputs through shared memory (the
   // Q and K/V buffers are free once every warp has left its loop). Rows past the group are
@@ -570,7 +676,12 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   __syncthreads();
   float* s_o = reinterpret_cast<float*>(smem_raw);  // [W][kRows][kORow]
   const int r0 = lane / 4;
-  if (lane % 4 == 0) {
+  if (kHN && lane < 4) {  // heads 2t, 2t + 1
+    s_m[warp][2 * lane] = m0;
+    s_l[warp][2 * lane] = l0;
+    s_m[warp][2 * lane + 1] = m1;
+    s_l[warp][2 * lane + 1] = l1;
+  } else if (!kHN && lane % 4 == 0) {
     s_m[warp][r0] = m0;
     s_l[warp][r0] = l0;
     s_m[warp][r0 + 8] = m1;
@@ -581,10 +692,21 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // Rows of kORow floats, dim d of a row at column o_col(d): padding that keeps the fragment stores
   // here and the merge's row reads below off each other's banks (unpadded, each kDirect store put
   // all 16 lanes on one bank, and the others 4). The cluster form's merge reads them unpadded.
-  auto o_col = [](int d) { return kDirect<D, TC> && !kCluster ? d + (d >> 5) : d; };
+  // kHN: a store's 32 lanes hold heads 2t (+1) and dims 16g + 2i (+1); one float of padding per 16
+  // dims and rows of D + 12 put them on 32 different banks.
+  auto o_col = [](int d) { return kHN ? d + (d >> 4) : kDirect<D, TC> && !kCluster ? d + (d >> 5) : d; };
   constexpr int kNext = kDirect<D, TC> ? 16 : 1;  // the dim of column 2t + 1 after that of 2t
+  if constexpr (kHN) {
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) {
+    for (int i = 0; i < D / 16; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int hd = 2 * t + (e & 1), d = 16 * g + 2 * i + (e >> 1);
+        if (hd < ng) s_o[(size_t(warp) * kR + hd) * kORow + o_col(d)] = o[i][e];
+      }
+  }
+#pragma unroll
+  for (int i = 0; i < (kHN ? 0 : D / 8); ++i) {
     const int d = kDirect<D, TC> ? 32 * (lane % 4) + i : i * 8 + (lane % 4) * 2;
     float* row0 = s_o + (size_t(warp) * kRows + r0) * kORow;
     float* row1 = row0 + 8 * kORow;
@@ -626,7 +748,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     float acc = 0.f;
 #pragma unroll
     for (int w = 0; w < W; ++w)
-      if (s_l[w][g] > 0.f) acc += s_o[(size_t(w) * kRows + g) * kORow + o_col(d)] * s_m[w][g];
+      if (s_l[w][g] > 0.f) acc += s_o[(size_t(w) * kR + g) * kORow + o_col(d)] * s_m[w][g];
     if constexpr (kCluster) {
       s_o[size_t(g) * D + d] = acc;  // warp 0's slot of (g, d), read above by this thread only
     } else if (ns == 1) {
@@ -659,35 +781,40 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   __syncthreads();
   if (!s_last) return;
   __threadfence();
-  merge_splits<T, D, W, kRows, kRegionBytes>(p, smem_raw, s_L, b, qrow, h0, ng, ns);
+  merge_splits<T, D, W, kR, kRegionBytes>(p, smem_raw, s_L, b, qrow, h0, ng, ns);
 #endif
 }
 
-dim3 grid_of(const AttnParams& p, int B) {
-  const int row_tiles = (p.group + kRows - 1) / kRows;
+dim3 grid_of(const AttnParams& p, int B, int rows = kRows) {
+  const int row_tiles = (p.group + rows - 1) / rows;
   return dim3{unsigned(p.Hkv * row_tiles), unsigned(B), unsigned(p.splits)};
 }
 
-template <class T, class TC, int D, int W, bool kLarge, int S>
+template <class T, class TC, int D, int W, bool kLarge, int S, bool kHN = false>
 void launch_form(const AttnParams& p, int B, Stream& s) {
-  auto* kernel = attn_decode_mma_kernel<T, TC, D, false, W, kLarge, kLarge && kDirect<D, TC> ? kLargeMinBlocks : 1, S>;
+  auto* kernel =
+      attn_decode_mma_kernel<T, TC, D, false, W, kLarge, kLarge && kDirect<D, TC> ? kLargeMinBlocks : 1, S, kHN>;
   constexpr size_t smem = kSmemBytes<D, W, TC, S>;
   (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  launch_programmatic(s, kernel, grid_of(p, B), dim3(W * 32), smem, p);
+  launch_programmatic(s, kernel, grid_of(p, B, kHN ? 8 : kRows), dim3(W * 32), smem, p);
 }
 
-template <class T, class TC, int D, int W>
-void launch(const AttnParams& p, int B, bool large, int stages, Stream& s) {
+// hn: the heads-as-N form (kDirect caches with up to 8 query heads per KV head only).
+template <class T, class TC, int D, int W, bool kHN = false>
+void launch(const AttnParams& p, int B, bool large, int stages, bool hn, Stream& s) {
+  if constexpr (kDirect<D, TC> && !kHN) {
+    if (hn) return launch<T, TC, D, W, true>(p, B, large, stages, hn, s);
+  }
   if constexpr (W == kWarps) {  // 8-warp blocks are taken at small batches only
     if (large) {
       if constexpr (kDirect<D, TC>) {
-        if (stages == 3) return launch_form<T, TC, D, W, true, 3>(p, B, s);
-        if (stages == 4) return launch_form<T, TC, D, W, true, 4>(p, B, s);
+        if (stages == 3) return launch_form<T, TC, D, W, true, 3, kHN>(p, B, s);
+        if (stages == 4) return launch_form<T, TC, D, W, true, 4, kHN>(p, B, s);
       }
-      return launch_form<T, TC, D, W, true, kStages>(p, B, s);
+      return launch_form<T, TC, D, W, true, kStages, kHN>(p, B, s);
     }
   }
-  launch_form<T, TC, D, W, false, kStages>(p, B, s);
+  launch_form<T, TC, D, W, false, kStages, kHN>(p, B, s);
 }
 
 // The cluster form with p.splits blocks per cluster, if the device fits clusters of that size of
@@ -780,17 +907,18 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
   const int stages = large_stages(blocks, caps);
+  const bool hn = fp8 && p.Dk == 128 && p.group <= 8 && heads_as_n();
   auto go = [&](auto tag, auto ctag) {
     using T = typename decltype(tag)::type;
     using TC = typename decltype(ctag)::type;
     switch (p.Dk) {
       case 64:
-        return W == 8 ? launch<T, TC, 64, 8>(p, B, false, kStages, s)
-                      : launch<T, TC, 64, kWarps>(p, B, !small_batch, stages, s);
+        return W == 8 ? launch<T, TC, 64, 8>(p, B, false, kStages, false, s)
+                      : launch<T, TC, 64, kWarps>(p, B, !small_batch, stages, false, s);
       case 128:
-        return W == 8 ? launch<T, TC, 128, 8>(p, B, false, kStages, s)
-                      : launch<T, TC, 128, kWarps>(p, B, !small_batch, stages, s);
-      default: return launch<T, TC, 256, kWarps>(p, B, !small_batch, stages, s);
+        return W == 8 ? launch<T, TC, 128, 8>(p, B, false, kStages, hn, s)
+                      : launch<T, TC, 128, kWarps>(p, B, !small_batch, stages, hn, s);
+      default: return launch<T, TC, 256, kWarps>(p, B, !small_batch, stages, false, s);
     }
   };
   dispatch_mma_attention(a, go);

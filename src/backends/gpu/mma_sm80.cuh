@@ -130,6 +130,27 @@ __device__ __forceinline__ float quad_sum(float v) {
   v += __shfl_xor_sync(0xffffffffu, v, 1);
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
+// Reductions over the 8 lanes holding one column pair of an MMA accumulator (lanes t, t + 4, ...,
+// t + 28: the rows g = 0 .. 7).
+__device__ __forceinline__ float column_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 4));
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 8));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 16));
+}
+__device__ __forceinline__ float column_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 8);
+  return v + __shfl_xor_sync(0xffffffffu, v, 16);
+}
+
+// An 8x8 matrix of 16-bit values in the accumulator-pair layout (lane (g, t) holds row g, columns
+// 2t and 2t + 1), transposed across the warp into the same layout (sm_75+): an accumulator pair
+// becomes a B fragment half (lane (g, t) then holds column g, rows 2t and 2t + 1).
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
 
 // 16-byte global -> shared copy that bypasses registers (cp.async, L2 only). src_bytes = 0
 // writes 16 zero bytes instead of reading (rows past the end of a context).

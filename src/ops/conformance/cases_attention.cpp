@@ -45,6 +45,9 @@ std::vector<AttnShape> shapes(bool decode) {
             {{1, 1}, {300, 7}, 8, 1, 64, 64},  {{1}, {1000}, 32, 8, 128, 16},
             {{1, 1, 1, 1}, {13, 64, 65, 129}, 16, 16, 32, 16}, {{1, 1}, {40, 200}, 4, 4, 256, 64},
             {{1}, {2100}, 16, 2, 96, 64},
+            // 8 and 3 query heads per KV head at head dim 128 (Qwen3-30B-A3B's group; an odd one):
+            // the fp8 cache's heads-as-N form takes up to 8
+            {{1, 1, 1}, {70, 333, 16}, 16, 2, 128, 16}, {{1, 1}, {77, 300}, 6, 2, 128, 16},
             // a decode graph's bound (max_seq_len) far above the contexts: the splits a sequence
             // uses follow its own context (1, several, and 2 of the launch's splits)
             {{1, 1, 1}, {40, 700, 129}, 8, 2, 128, 16, 4096},
