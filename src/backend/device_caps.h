@@ -2,6 +2,7 @@
 // asks which vendor it runs on. This is the C++ form of the seeds' forward_musa/_is_musa guards.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/tensor.h"
@@ -38,6 +39,10 @@ struct MemoryStats {
   size_t reserved = 0;   // bytes held by the caching allocator (>= allocated)
   size_t free = 0;       // free device memory as the driver/OS reports it
   size_t total = 0;
+  // Blocks the device's caching allocator has taken from the driver so far: each one is a driver
+  // call that can stall the host for up to milliseconds. -1 where the device does not count them
+  // (the CPU, which caches nothing).
+  int64_t driver_allocations = -1;
 };
 
 }  // namespace portllm

@@ -201,10 +201,13 @@ void run_throughput(const ThroughputOptions& o) {
     r.params.max_tokens = std::uniform_int_distribution<int>(out.lo, out.hi)(rng);
     prompt_tokens += int64_t(r.prompt_ids.size());
   }
+  const int64_t allocations_before = engine->stats().device_allocations;
   ProgressBar bar(o.num_prompts, "throughput");
   RunResult res = run_batch(*engine, reqs, &bar);
   bar.finish();
   const EngineStats st = engine->stats();
+  // Driver allocations inside the timed run (-1: the device does not count them).
+  const int64_t allocations = st.device_allocations < 0 ? -1 : st.device_allocations - allocations_before;
   const double t = res.elapsed;
   nlohmann::json j = {{"num_prompts", o.num_prompts}, {"elapsed_s", t},
                       {"prompt_tokens", prompt_tokens}, {"output_tokens", res.output_tokens},
@@ -213,7 +216,8 @@ void run_throughput(const ThroughputOptions& o) {
                       {"total_tok_s", double(prompt_tokens + res.output_tokens) / t},
                       {"prefix_cache_hit_tokens", st.prefix_cache_hits},
                       {"prefix_cache_query_tokens", st.prefix_cache_queries},
-                      {"num_preemptions", st.num_preemptions}, {"num_kv_blocks", st.num_kv_blocks}};
+                      {"num_preemptions", st.num_preemptions}, {"num_kv_blocks", st.num_kv_blocks},
+                      {"device_allocations", allocations}};
   if (o.json) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {
@@ -226,6 +230,9 @@ void run_throughput(const ThroughputOptions& o) {
     std::printf("prefix cache   %lld of %lld prompt tokens hit; %lld preemptions; %lld KV blocks\n",
                 static_cast<long long>(st.prefix_cache_hits), static_cast<long long>(st.prefix_cache_queries),
                 static_cast<long long>(st.num_preemptions), static_cast<long long>(st.num_kv_blocks));
+    if (allocations >= 0)
+      std::printf("device allocs  %lld during the run (%lld before it)\n", static_cast<long long>(allocations),
+                  static_cast<long long>(allocations_before));
     print_step_times(st);
   }
   flush_op_profile();  // PORTLLM_PROFILE_OPS=1: the per-kernel table, while the device is alive

@@ -115,6 +115,9 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t steps_ahead = 0;  // of those, launched before the previous step was read back (async scheduling)
   double schedule_s = 0, forward_s = 0, sample_s = 0, outputs_s = 0;
+  // The device allocator's driver allocations so far (MemoryStats::driver_allocations; -1: not
+  // counted): in a timed run, each is a possible stall of the step that made it.
+  int64_t device_allocations = -1;
 };
 
 class Engine {

@@ -217,8 +217,13 @@ void EngineImpl::abort(uint64_t request_id) {
 }
 
 EngineStats EngineImpl::stats() const {
-  std::lock_guard<std::mutex> lk(stats_mu_);
-  return stats_;
+  EngineStats s;
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    s = stats_;
+  }
+  s.device_allocations = device_->memory_stats().driver_allocations;
+  return s;
 }
 
 void EngineImpl::shutdown() {

@@ -58,6 +58,13 @@ TEST(GpuBackend, CapsAndAllocator) {
     EXPECT_GE(dev->memory_stats().reserved, dev->memory_stats().allocated);
   }
   EXPECT_EQ(dev->memory_stats().allocated, before);
+  // A freed block is cached: the same size again takes no driver allocation, a new size one.
+  const int64_t drv = dev->memory_stats().driver_allocations;
+  EXPECT_GE(drv, 1);
+  { Tensor t = dev->zeros(DType::BF16, {1024, 1024}); }
+  EXPECT_EQ(dev->memory_stats().driver_allocations, drv);
+  { Tensor t = dev->zeros(DType::BF16, {4096, 1024}); }
+  EXPECT_EQ(dev->memory_stats().driver_allocations, drv + 1);
   dev->empty_cache();
   EXPECT_GT(dev->memory_stats().total, 0u);
 }

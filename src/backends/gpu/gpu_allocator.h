@@ -3,7 +3,8 @@
 // a decode step allocates and frees the same activation sizes every layer. Blocks are reused in
 // stream order (one main stream), the same contract PyTorch's caching allocator keeps.
 // Size classes: requests up to 1 MiB round up to a power of two (>= 512 B); larger ones round up
-// to a multiple of 2 MiB and may reuse a cached block up to 1.25x their size.
+// to a multiple of 2 MiB and may reuse a cached block up to 1.25x their size (a knob, for
+// measuring: gpu_allocator.cpp).
 #pragma once
 #include <cstddef>
 #include <map>
@@ -38,6 +39,7 @@ class CachingAllocator : public std::enable_shared_from_this<CachingAllocator> {
   std::multimap<size_t, void*> graph_free_;  // the graph pool's cached blocks
   bool capturing_ = false;
   size_t allocated_ = 0, peak_ = 0, reserved_ = 0;
+  int64_t driver_allocations_ = 0;
 };
 
 }  // namespace portllm::gpu
