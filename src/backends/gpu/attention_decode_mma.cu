@@ -434,7 +434,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // - V^T's A fragment of output tile i holds dims 16g + 2i (row g) and 16g + 2i + 1 (row g + 8):
   //   a byte permute of two key rows and one conversion give both rows' pairs.
   // The softmax's maximum per head is a reduction over the 8 lanes of a column (3 shuffles each
-  // for the 2 heads a lane holds).
+  // for the 2 heads a lane holds), run only on tiles that raise some head's maximum.
   auto tile_hn = [&](const uint8_t* tK, const uint8_t* tV, int kt) {
     const int pk = 4 * (g / 2) + g % 2;
     uint4 kw[2][2];
@@ -464,16 +464,16 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[e] *= s_scale;
     }
-    const float mn0 = fmaxf(m0, column_max(fmaxf(s[0], s[2])));  // finite: key kt is valid
-    const float mn1 = fmaxf(m1, column_max(fmaxf(s[1], s[3])));
-    const float alpha0 = ex2(m0 - mn0), alpha1 = ex2(m1 - mn1);
-    s[0] = ex2(s[0] - mn0);
-    s[1] = ex2(s[1] - mn1);
-    s[2] = ex2(s[2] - mn0);
-    s[3] = ex2(s[3] - mn1);
-    l0 = l0 * alpha0 + (s[0] + s[2]);  // per-lane partial sums; the column is reduced at the end
-    l1 = l1 * alpha1 + (s[1] + s[3]);
-    if (__any_sync(0xffffffffu, mn0 != m0 || mn1 != m1)) {
+    // A head's running maximum moves only where some lane's score exceeds it (after the first
+    // tiles, rarely): the column reductions, the factors and the rescale run only then, and
+    // skipping them is exact. The maxima are uniform over a column's lanes (the reductions hand
+    // every lane the result, and the branch is warp-uniform).
+    const float c0 = fmaxf(s[0], s[2]), c1 = fmaxf(s[1], s[3]);
+    if (__any_sync(0xffffffffu, c0 > m0 || c1 > m1)) {
+      const float mn0 = fmaxf(m0, column_max(c0)), mn1 = fmaxf(m1, column_max(c1));  // finite: key kt is valid
+      const float alpha0 = ex2(m0 - mn0), alpha1 = ex2(m1 - mn1);
+      l0 *= alpha0;
+      l1 *= alpha1;
 #pragma unroll
       for (int i = 0; i < D / 16; ++i) {
         o[i][0] *= alpha0;
@@ -481,9 +481,15 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
         o[i][2] *= alpha0;
         o[i][3] *= alpha1;
       }
+      m0 = mn0;
+      m1 = mn1;
     }
-    m0 = mn0;
-    m1 = mn1;
+    s[0] = ex2(s[0] - m0);
+    s[1] = ex2(s[1] - m1);
+    s[2] = ex2(s[2] - m0);
+    s[3] = ex2(s[3] - m1);
+    l0 += s[0] + s[2];  // per-lane partial sums; the column is reduced at the end
+    l1 += s[1] + s[3];
     const uint32_t pb0 = movmatrix_trans(Mma<TM>::pack(s[0], s[1]));
     const uint32_t pb1 = movmatrix_trans(Mma<TM>::pack(s[2], s[3]));
     uint4 vw[4];
@@ -792,8 +798,10 @@ dim3 grid_of(const AttnParams& p, int B, int rows = kRows) {
 
 template <class T, class TC, int D, int W, bool kLarge, int S, bool kHN = false>
 void launch_form(const AttnParams& p, int B, Stream& s) {
-  auto* kernel =
-      attn_decode_mma_kernel<T, TC, D, false, W, kLarge, kLarge && kDirect<D, TC> ? kLargeMinBlocks : 1, S, kHN>;
+  // The heads-as-N form's large instance is bounded to 4 blocks per SM (128 registers; it takes 130
+  // unbounded): 4 fit where its tile buffers leave the shared memory for them (2 or 3 per warp).
+  constexpr int kMinBlocks = !kLarge || !kDirect<D, TC> ? 1 : kHN ? 4 : kLargeMinBlocks;
+  auto* kernel = attn_decode_mma_kernel<T, TC, D, false, W, kLarge, kMinBlocks, S, kHN>;
   constexpr size_t smem = kSmemBytes<D, W, TC, S>;
   (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   launch_programmatic(s, kernel, grid_of(p, B, kHN ? 8 : kRows), dim3(W * 32), smem, p);
