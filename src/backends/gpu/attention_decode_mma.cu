@@ -158,6 +158,27 @@ constexpr size_t kWideBytes = kFp8<TC> && !kDirect<D, TC> ? 2 * kTileElems<D> * 
 // conflict in shared memory banks. Per 16-key tile a lane then issues 8 16-byte loads, 16 byte
 // permutes and 64 conversions, and no shared stores, ldmatrix or widening barrier.
 __device__ __forceinline__ int fp8_chunk(int row, int c) { return c ^ (row & 1) ^ (((row >> 2) & 3) << 1); }
+// A lane's words of a copied e4m3 tile pair, shared by both forms of the kernel: of K, key rows
+// 4 (g / 2) + g % 2 + 2 nt (nt = 0, 1), bytes 32t .. 32t + 31 of each; of V, key rows 4t .. 4t + 3,
+// bytes 16g .. 16g + 15 of each.
+template <int D>
+__device__ __forceinline__ void load_k_words(const uint8_t* tK, int g, int t, uint4 (&kw)[2][2]) {
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    const int r = 4 * (g / 2) + 2 * nt + g % 2;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) kw[nt][h] = *reinterpret_cast<const uint4*>(tK + r * D + fp8_chunk(r, 2 * t + h) * 16);
+  }
+}
+template <int D>
+__device__ __forceinline__ void load_v_words(const uint8_t* tV, int g, int t, uint4 (&vw)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = 4 * t + i;
+    vw[i] = *reinterpret_cast<const uint4*>(tV + r * D + fp8_chunk(r, g) * 16);
+  }
+}
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
 // Q, then per warp kStages buffers of (K tile, V tile) as copied and, for fp8, one (K, V) pair
 // widened. After the loop the whole region is reused: the warps' final outputs (f32), then the
 // split merge's weights and partial outputs.
@@ -436,22 +457,15 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // The softmax's maximum per head is a reduction over the 8 lanes of a column (3 shuffles each
   // for the 2 heads a lane holds), run only on tiles that raise some head's maximum.
   auto tile_hn = [&](const uint8_t* tK, const uint8_t* tV, int kt) {
-    const int pk = 4 * (g / 2) + g % 2;
+    const int pk = 4 * (g / 2) + g % 2;  // key rows pk and pk + 2: load_k_words' rows
     uint4 kw[2][2];
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = pk + 2 * nt;
-        kw[nt][h] = *reinterpret_cast<const uint4*>(tK + r * D + fp8_chunk(r, 2 * t + h) * 16);
-      }
-    auto word = [](const uint4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; };
+    load_k_words<D>(tK, g, t, kw);
     float sa[2][4] = {};  // even and odd k-steps: two chains of 4 dependent MMAs instead of one of 8
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
       uint32_t a[4];
-      widen_fp8x4_f16(word(kw[0][ks / 4], ks % 4), a[0], a[2]);
-      widen_fp8x4_f16(word(kw[1][ks / 4], ks % 4), a[1], a[3]);
+      widen_fp8x4_f16(word_of(kw[0][ks / 4], ks % 4), a[0], a[2]);
+      widen_fp8x4_f16(word_of(kw[1][ks / 4], ks % 4), a[1], a[3]);
       Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
     }
     float s[4];  // (key pk, head 2t), (pk, 2t + 1), (pk + 2, 2t), (pk + 2, 2t + 1)
@@ -493,14 +507,10 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     const uint32_t pb0 = movmatrix_trans(Mma<TM>::pack(s[0], s[1]));
     const uint32_t pb1 = movmatrix_trans(Mma<TM>::pack(s[2], s[3]));
     uint4 vw[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int r = 4 * t + i;
-      vw[i] = *reinterpret_cast<const uint4*>(tV + r * D + fp8_chunk(r, g) * 16);
-    }
+    load_v_words<D>(tV, g, t, vw);
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      const uint32_t r0 = word(vw[0], c), r1 = word(vw[1], c), r2 = word(vw[2], c), r3 = word(vw[3], c);
+      const uint32_t r0 = word_of(vw[0], c), r1 = word_of(vw[1], c), r2 = word_of(vw[2], c), r3 = word_of(vw[3], c);
       uint32_t a[4];
       widen_fp8x4_f16(__byte_perm(r0, r1, 0x5140), a[0], a[1]);
       widen_fp8x4_f16(__byte_perm(r2, r3, 0x5140), a[2], a[3]);
@@ -520,21 +530,13 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
       // Column g of n-tile nt is key row 4 (g / 2) + 2 nt + g % 2; its bytes 32t .. 32t + 31 are
       // this lane's k slots of all 8 k-steps (4 per 32-bit word).
       uint4 kw[2][2];
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const int r = 4 * (g / 2) + 2 * nt + g % 2;
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-          kw[nt][h] = *reinterpret_cast<const uint4*>(tK + r * D + fp8_chunk(r, 2 * t + h) * 16);
-      }
+      load_k_words<D>(tK, g, t, kw);
 #pragma unroll
       for (int ks = 0; ks < D / 16; ++ks)
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
-          const uint4& w4 = kw[nt][ks / 4];
-          const uint32_t w = ks % 4 == 0 ? w4.x : ks % 4 == 1 ? w4.y : ks % 4 == 2 ? w4.z : w4.w;
           uint32_t b0, b1;
-          widen_fp8x4_f16(w, b0, b1);
+          widen_fp8x4_f16(word_of(kw[nt][ks / 4], ks % 4), b0, b1);
           Mma<TM>::run(s[nt], qa[ks], b0, b1);
         }
     } else {
@@ -612,15 +614,10 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
       // Key rows 4t .. 4t + 3, bytes 16g .. 16g + 15: dim 16g + j of n-tile j for each key. Word
       // c holds n-tiles 4c .. 4c + 3; a byte permute pairs two keys' values of two dims.
       uint4 vw[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = 4 * t + i;
-        vw[i] = *reinterpret_cast<const uint4*>(tV + r * D + fp8_chunk(r, g) * 16);
-      }
+      load_v_words<D>(tV, g, t, vw);
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
-        auto word = [c](const uint4& v) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; };
-        const uint32_t r0 = word(vw[0]), r1 = word(vw[1]), r2 = word(vw[2]), r3 = word(vw[3]);
+        const uint32_t r0 = word_of(vw[0], c), r1 = word_of(vw[1], c), r2 = word_of(vw[2], c), r3 = word_of(vw[3], c);
         uint32_t b0[4], b1[4];  // n-tile 4c + i's fragment: keys (4t, 4t + 1), (4t + 2, 4t + 3)
         widen_fp8x4_f16(__byte_perm(r0, r1, 0x5140), b0[0], b0[1]);
         widen_fp8x4_f16(__byte_perm(r0, r1, 0x7362), b0[2], b0[3]);
