@@ -105,14 +105,23 @@ if has ops; then
 fi
 
 if has perf; then
-  # PERF_OPS="OP1 OP2 ..." times just those ops.
-  if [ -n "${PERF_OPS:-}" ]; then
-    : >"$OUT/ops-perf.log"; rc=0
-    for op in $PERF_OPS; do timeout 200 "$PL" ops perf -b cuda --dtypes bf16 -o "$op" >>"$OUT/ops-perf.log" 2>&1 || rc=$?; done
-  else
-    timeout 400 "$PL" ops perf -b cuda --dtypes bf16 ${PERF_ARGS:-} >"$OUT/ops-perf.log" 2>&1
-    rc=$?
-  fi
+  # PERF_OPS="OP1 OP2 ..." times just those ops; PERF_PATTERN is passed as one -p argument (case
+  # patterns hold spaces: "mma_sm80 .*f8_e4m3"). PERF_AB lists environment settings run in turn
+  # ("-" is none; commas join several), as TPUT_AB below, e.g.
+  # PERF_AB="PORTLLM_ATTN_HEADS_N=0 PORTLLM_ATTN_HEADS_N=1 PORTLLM_ATTN_HEADS_N=1,PORTLLM_ATTN_STAGES=3".
+  : >"$OUT/ops-perf.log"; rc=0
+  for ab in ${PERF_AB:--}; do
+    envs=(); [ "$ab" != - ] && IFS=, read -ra envs <<<"$ab"
+    [ -n "${PERF_AB:-}" ] && echo "== $ab" >>"$OUT/ops-perf.log"
+    pat=(); [ -n "${PERF_PATTERN:-}" ] && pat=(-p "$PERF_PATTERN")
+    if [ -n "${PERF_OPS:-}" ]; then
+      for op in $PERF_OPS; do
+        env "${envs[@]}" timeout 200 "$PL" ops perf -b cuda --dtypes bf16 -o "$op" "${pat[@]}" ${PERF_ARGS:-} >>"$OUT/ops-perf.log" 2>&1 || rc=$?
+      done
+    else
+      env "${envs[@]}" timeout 400 "$PL" ops perf -b cuda --dtypes bf16 "${pat[@]}" ${PERF_ARGS:-} >>"$OUT/ops-perf.log" 2>&1 || rc=$?
+    fi
+  done
   cat "$OUT/ops-perf.log"
   row "ops perf -b cuda (see ops-perf.log)" "rc=$rc"
 fi
@@ -307,12 +316,13 @@ if has throughput; then
   # temperature 0.6 (bench throughput's defaults). TPUT_MODELS narrows the models (Qwen3-8B for
   # issue 8, Qwen3-30B-A3B for issue 9), TPUT_KV the KV cache dtypes (bf16 and fp8).
   # A/B on one machine (machines differ by up to ~5%): TPUT_AB lists environment settings run in
-  # turn, TPUT_REPS times ("-" is none), e.g. TPUT_AB="- PORTLLM_ATTN_SPLIT_BPC=4" TPUT_REPS=2.
+  # turn, TPUT_REPS times ("-" is none; commas join several), e.g. TPUT_AB="- PORTLLM_ATTN_SPLIT_BPC=4"
+  # TPUT_REPS=2.
   for m in ${TPUT_MODELS:-Qwen3-8B Qwen3-30B-A3B}; do
     for kv in ${TPUT_KV:-bf16 fp8}; do
       for rep in $(seq "${TPUT_REPS:-1}"); do
         for ab in ${TPUT_AB:--}; do
-          envs=(); [ "$ab" != - ] && envs=("$ab")
+          envs=(); [ "$ab" != - ] && IFS=, read -ra envs <<<"$ab"
           tag=$([ "$ab" = - ] && echo "" || echo " $ab")
           log="$OUT/throughput-$m-$kv-${ab/=/-}-$rep.log"
           env "${envs[@]}" timeout 400 "$PL" bench throughput --device cuda --load-format dummy --model tests/data/configs/$m \
@@ -320,6 +330,7 @@ if has throughput; then
           rc=$?
           row "$m nano-vllm throughput (256 seqs, kv $kv)$tag" "$(awk '/output tok\/s/{print "out tok/s="$3} /total tok\/s/{print "total="$3}' "$log" | tr '\n' ' ') rc=$rc"
           row "  engine loop" "$(grep -h '^engine steps' "$log")"
+          row "  driver allocations" "$(grep -h '^device allocs' "$log")"
         done
       done
     done
