@@ -20,7 +20,8 @@
 // round trip (one per tile before).
 // S = Q K^T and O += P V run as in the tensor-core prefill kernel (online softmax in base 2 on the
 // accumulator fragments). At the end the W warps' (max, sum, output) are merged through shared
-// memory.
+// memory. With an fp8 cache at head dim 128 a second form, opt-in until measured, takes the query
+// heads as the MMAs' N dimension instead (8 per block; "Heads as N" in the kernel).
 //
 // 8 warps at small batches: a 256-key split is 16 tiles, which 4 warps with 2 buffers each take
 // in two rounds of cache reads and 8 in one. H200, same binary, 4 against 8 warps (`ops perf
@@ -444,8 +445,8 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
 
   // Heads as N (kHN; fp8 tiles at head dim 128, up to 8 query heads per KV head): S^T = K Q^T and
   // O^T += V^T P^T, the keys and head dims as the MMAs' M rows and the query heads as their 8
-  // columns. The row form above fills 4 of 16 rows with Qwen3-8B's 4 heads per KV head, this one
-  // 4 of 8 columns: per 16-key tile 8 + 8 MMAs instead of 16 + 16, 4 exponentials per lane
+  // columns. The row form (tile_rows, below) fills 4 of 16 rows with Qwen3-8B's 4 heads per KV
+  // head, this one 4 of 8 columns: per 16-key tile 8 + 8 MMAs instead of 16 + 16, 4 exponentials per lane
   // instead of 8, and 8 output tiles (32 registers) instead of 16 (64). The loads and conversions
   // are the row form's, from the same rows and chunks:
   // - S^T's A fragment rows g and g + 8 are key rows pk and pk + 2 (pk = 4 (g / 2) + g % 2, the row
