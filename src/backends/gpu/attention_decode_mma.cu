@@ -140,6 +140,9 @@ template <int D, class TC> constexpr size_t kStageBytes = size_t(kKeys) * kStage
 // fp8 at head dim 128 (every dense model here): no widened copy; each lane builds its MMA
 // fragments from the copied e4m3 tile with 32-bit words (see "Fragments from e4m3 tiles" below).
 template <int D, class TC> constexpr bool kDirect = kFp8<TC> && D == 128;
+// The forms the heads-as-N kernel (kHN, "Heads as N" in the kernel) has: e4m3 tiles at head dim
+// 128 (kDirect) and 16-bit tiles at head dim 128.
+template <int D, class TC> constexpr bool kHNForm = D == 128 && (kDirect<D, TC> || !kFp8<TC>);
 template <int D, class TC>  // fp8 otherwise: (K, V) widened to f16
 constexpr size_t kWideBytes = kFp8<TC> && !kDirect<D, TC> ? 2 * kTileElems<D> * 2 : 0;
 
@@ -179,7 +182,9 @@ __device__ __forceinline__ void load_v_words(const uint8_t* tV, int g, int t, ui
     vw[i] = *reinterpret_cast<const uint4*>(tV + r * D + fp8_chunk(r, g) * 16);
   }
 }
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int c) { return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w; }
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int c) {
+  return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
+}
 // Q, then per warp kStages buffers of (K tile, V tile) as copied and, for fp8, one (K, V) pair
 // widened. After the loop the whole region is reused: the warps' final outputs (f32), then the
 // split merge's weights and partial outputs.
@@ -226,7 +231,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   constexpr int EV = 16 / int(sizeof(TC)), CVPR = D / EV, SLD = kStageLd<D, TC>;
   constexpr int kThreads = W * 32;
   // kHN: the query heads are the MMAs' N dimension, 8 per block (see "Heads as N" below).
-  static_assert(!kHN || (kDirect<D, TC> && !kCluster), "heads as N: e4m3 tiles at head dim 128, split form");
+  static_assert(!kHN || (kHNForm<D, TC> && !kCluster), "heads as N: head dim 128, split form");
   constexpr int kR = kHN ? 8 : kRows;  // query heads per block
   // The MMAs' dtype: q's, or f16 for an fp8 cache (one instruction widens a pair of e4m3 to f16
   // on sm_89+, against ~5 to bf16: widen_fp8x4_f16); Q is converted as it is staged, K and V widened.
@@ -420,14 +425,14 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // with its head-dim map (see "Fragments from e4m3 tiles").
   constexpr bool kQInRegs = D <= 128;
   uint32_t qa[kQInRegs && !kHN ? D / 16 : 1][4];
-  uint32_t qb[kHN ? D / 16 : 1][2];  // kHN: Q^T's B fragments, with kDirect's head-dim map
+  uint32_t qb[kHN ? D / 16 : 1][2];  // kHN: Q^T's B fragments (kDirect: with its head-dim map)
   const int g = lane / 4, t = lane % 4;  // a fragment's row (or column) and k pair
   if constexpr (kHN) {
 #pragma unroll
-    for (int s = 0; s < D / 16; ++s) {
-      const TM* q0 = sQ + g * LD + (D / 4) * t + 4 * s;
+    for (int s = 0; s < D / 16; ++s) {  // column g's k slots {2t, 2t + 1}, {2t + 8, 2t + 9}
+      const TM* q0 = sQ + g * LD + (kDirect<D, TC> ? (D / 4) * t + 4 * s : 16 * s + 2 * t);
       qb[s][0] = *reinterpret_cast<const uint32_t*>(q0);
-      qb[s][1] = *reinterpret_cast<const uint32_t*>(q0 + 2);
+      qb[s][1] = *reinterpret_cast<const uint32_t*>(q0 + (kDirect<D, TC> ? 2 : 8));
     }
   } else if constexpr (kDirect<D, TC>) {  // k-step s's k slots of lane t: dims 32t + 4s + {0, 1, 2, 3}
 #pragma unroll
@@ -443,12 +448,15 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     for (int kk = 0; kk < D; kk += 16) ldsm_x4(qa[kk / 16], sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
   }
 
-  // Heads as N (kHN; fp8 tiles at head dim 128, up to 8 query heads per KV head): S^T = K Q^T and
+  // Heads as N (kHN; head dim 128, up to 8 query heads per KV head): S^T = K Q^T and
   // O^T += V^T P^T, the keys and head dims as the MMAs' M rows and the query heads as their 8
   // columns. The row form (tile_rows, below) fills 4 of 16 rows with Qwen3-8B's 4 heads per KV
   // head, this one 4 of 8 columns: per 16-key tile 8 + 8 MMAs instead of 16 + 16, 4 exponentials per lane
-  // instead of 8, and 8 output tiles (32 registers) instead of 16 (64). The loads and conversions
-  // are the row form's, from the same rows and chunks:
+  // instead of 8, and 8 output tiles (32 registers) instead of 16 (64).
+  // 16-bit tiles: K's A fragments by ldmatrix from its rows (keys g, g + 8), V^T's by the
+  // transposing ldmatrix (output tile i: dims 16i + g, 16i + g + 8), as many as the row form's.
+  // e4m3 tiles (kDirect): the loads and conversions are the row form's, from the same rows and
+  // chunks:
   // - S^T's A fragment rows g and g + 8 are key rows pk and pk + 2 (pk = 4 (g / 2) + g % 2, the row
   //   form's n-tiles 0 and 1), k-step s the head dims 32t + 4s + {0, 1, 2, 3} as there;
   // - its accumulator pairs (key, heads 2t and 2t + 1), packed to f16, become P^T's B fragments
@@ -457,24 +465,34 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   //   a byte permute of two key rows and one conversion give both rows' pairs.
   // The softmax's maximum per head is a reduction over the 8 lanes of a column (3 shuffles each
   // for the 2 heads a lane holds), run only on tiles that raise some head's maximum.
-  auto tile_hn = [&](const uint8_t* tK, const uint8_t* tV, int kt) {
-    const int pk = 4 * (g / 2) + g % 2;  // key rows pk and pk + 2: load_k_words' rows
-    uint4 kw[2][2];
-    load_k_words<D>(tK, g, t, kw);
+  auto tile_hn = [&](const TM* sK, const TM* sV, const uint8_t* tK, const uint8_t* tV, int kt) {
+    // Accumulator rows g and g + 8 are keys k0 and k0 + kd of the tile.
+    const int k0 = kDirect<D, TC> ? 4 * (g / 2) + g % 2 : g, kd = kDirect<D, TC> ? 2 : 8;
     float sa[2][4] = {};  // even and odd k-steps: two chains of 4 dependent MMAs instead of one of 8
+    if constexpr (kDirect<D, TC>) {
+      uint4 kw[2][2];
+      load_k_words<D>(tK, g, t, kw);  // key rows k0 and k0 + 2
 #pragma unroll
-    for (int ks = 0; ks < D / 16; ++ks) {
-      uint32_t a[4];
-      widen_fp8x4_f16(word_of(kw[0][ks / 4], ks % 4), a[0], a[2]);
-      widen_fp8x4_f16(word_of(kw[1][ks / 4], ks % 4), a[1], a[3]);
-      Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
+      for (int ks = 0; ks < D / 16; ++ks) {
+        uint32_t a[4];
+        widen_fp8x4_f16(word_of(kw[0][ks / 4], ks % 4), a[0], a[2]);
+        widen_fp8x4_f16(word_of(kw[1][ks / 4], ks % 4), a[1], a[3]);
+        Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
+      }
+    } else {
+#pragma unroll
+      for (int ks = 0; ks < D / 16; ++ks) {
+        uint32_t a[4];
+        ldsm_x4(a, sK + (lane % 16) * LD + 16 * ks + (lane / 16) * 8);
+        Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
+      }
     }
     float s[4];  // (key pk, head 2t), (pk, 2t + 1), (pk + 2, 2t), (pk + 2, 2t + 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) s[e] = sa[0][e] + sa[1][e];
     if (!kLarge || kt + kKeys > end) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[e] = kt + pk + (e & 2) < end ? s[e] * s_scale : -INFINITY;
+      for (int e = 0; e < 4; ++e) s[e] = kt + k0 + (e & 2 ? kd : 0) < end ? s[e] * s_scale : -INFINITY;
     } else if (!kQScaled) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[e] *= s_scale;
@@ -507,18 +525,27 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     l1 += s[1] + s[3];
     const uint32_t pb0 = movmatrix_trans(Mma<TM>::pack(s[0], s[1]));
     const uint32_t pb1 = movmatrix_trans(Mma<TM>::pack(s[2], s[3]));
-    uint4 vw[4];
-    load_v_words<D>(tV, g, t, vw);
+    if constexpr (kDirect<D, TC>) {
+      uint4 vw[4];
+      load_v_words<D>(tV, g, t, vw);
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint32_t r0 = word_of(vw[0], c), r1 = word_of(vw[1], c), r2 = word_of(vw[2], c), r3 = word_of(vw[3], c);
-      uint32_t a[4];
-      widen_fp8x4_f16(__byte_perm(r0, r1, 0x5140), a[0], a[1]);
-      widen_fp8x4_f16(__byte_perm(r2, r3, 0x5140), a[2], a[3]);
-      Mma<TM>::run(o[2 * c], a, pb0, pb1);
-      widen_fp8x4_f16(__byte_perm(r0, r1, 0x7362), a[0], a[1]);
-      widen_fp8x4_f16(__byte_perm(r2, r3, 0x7362), a[2], a[3]);
-      Mma<TM>::run(o[2 * c + 1], a, pb0, pb1);
+      for (int c = 0; c < 4; ++c) {
+        const uint32_t r0 = word_of(vw[0], c), r1 = word_of(vw[1], c), r2 = word_of(vw[2], c), r3 = word_of(vw[3], c);
+        uint32_t a[4];
+        widen_fp8x4_f16(__byte_perm(r0, r1, 0x5140), a[0], a[1]);
+        widen_fp8x4_f16(__byte_perm(r2, r3, 0x5140), a[2], a[3]);
+        Mma<TM>::run(o[2 * c], a, pb0, pb1);
+        widen_fp8x4_f16(__byte_perm(r0, r1, 0x7362), a[0], a[1]);
+        widen_fp8x4_f16(__byte_perm(r2, r3, 0x7362), a[2], a[3]);
+        Mma<TM>::run(o[2 * c + 1], a, pb0, pb1);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < D / 16; ++i) {  // keys 0-7 / 8-15 (lanes 0-15 / 16-31), dims 16i + 0-7 / 8-15
+        uint32_t a[4];
+        ldsm_x4_trans(a, sV + (lane % 8 + (lane / 16) * 8) * LD + 16 * i + ((lane / 8) % 2) * 8);
+        Mma<TM>::run(o[i], a, pb0, pb1);
+      }
     }
   };
 
@@ -661,7 +688,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     const uint8_t* tK = reinterpret_cast<const uint8_t*>(staged(buf));  // kDirect: the e4m3 tiles
     const uint8_t* tV = tK + kKeys * D;
     const int kt = start + (warp + j * W) * kKeys;
-    if constexpr (kHN) tile_hn(tK, tV, kt);
+    if constexpr (kHN) tile_hn(sK, sV, tK, tV, kt);
     else tile_rows(sK, sV, tK, tV, kt);
     __syncwarp();  // every lane is done with buf before a later iteration refills it
   }
@@ -696,8 +723,8 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // Rows of kORow floats, dim d of a row at column o_col(d): padding that keeps the fragment stores
   // here and the merge's row reads below off each other's banks (unpadded, each kDirect store put
   // all 16 lanes on one bank, and the others 4). The cluster form's merge reads them unpadded.
-  // kHN: a store's 32 lanes hold heads 2t (+1) and dims 16g + 2i (+1); one float of padding per 16
-  // dims and rows of D + 12 put them on 32 different banks.
+  // kHN: a store's 32 lanes hold heads 2t (+1) and dims 16g + 2i (+1), or 16i + g (+8) with
+  // 16-bit tiles; one float of padding per 16 dims and rows of D + 12 put them on 32 different banks.
   auto o_col = [](int d) { return kHN ? d + (d >> 4) : kDirect<D, TC> && !kCluster ? d + (d >> 5) : d; };
   constexpr int kNext = kDirect<D, TC> ? 16 : 1;  // the dim of column 2t + 1 after that of 2t
   if constexpr (kHN) {
@@ -705,7 +732,8 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     for (int i = 0; i < D / 16; ++i)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int hd = 2 * t + (e & 1), d = 16 * g + 2 * i + (e >> 1);
+        const int hd = 2 * t + (e & 1);
+        const int d = kDirect<D, TC> ? 16 * g + 2 * i + (e >> 1) : 16 * i + g + 8 * (e >> 1);
         if (hd < ng) s_o[(size_t(warp) * kR + hd) * kORow + o_col(d)] = o[i][e];
       }
   }
@@ -805,10 +833,10 @@ void launch_form(const AttnParams& p, int B, Stream& s) {
   launch_programmatic(s, kernel, grid_of(p, B, kHN ? 8 : kRows), dim3(W * 32), smem, p);
 }
 
-// hn: the heads-as-N form (kDirect caches with up to 8 query heads per KV head only).
+// hn: the heads-as-N form (kHNForm caches with up to 8 query heads per KV head only).
 template <class T, class TC, int D, int W, bool kHN = false>
 void launch(const AttnParams& p, int B, bool large, int stages, bool hn, Stream& s) {
-  if constexpr (kDirect<D, TC> && !kHN) {
+  if constexpr (kHNForm<D, TC> && !kHN) {
     if (hn) return launch<T, TC, D, W, true>(p, B, large, stages, hn, s);
   }
   if constexpr (W == kWarps) {  // 8-warp blocks are taken at small batches only
@@ -913,7 +941,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
   const int stages = large_stages(blocks, caps);
-  const bool hn = fp8 && p.Dk == 128 && p.group <= 8 && heads_as_n();
+  const bool hn = p.Dk == 128 && p.group <= 8 && heads_as_n();
   auto go = [&](auto tag, auto ctag) {
     using T = typename decltype(tag)::type;
     using TC = typename decltype(ctag)::type;
