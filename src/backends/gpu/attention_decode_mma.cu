@@ -487,7 +487,7 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
         Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
       }
     }
-    float s[4];  // (key pk, head 2t), (pk, 2t + 1), (pk + 2, 2t), (pk + 2, 2t + 1)
+    float s[4];  // (key k0, head 2t), (k0, 2t + 1), (k0 + kd, 2t), (k0 + kd, 2t + 1)
 #pragma unroll
     for (int e = 0; e < 4; ++e) s[e] = sa[0][e] + sa[1][e];
     if (!kLarge || kt + kKeys > end) {
