@@ -21,7 +21,7 @@
 // S = Q K^T and O += P V run as in the tensor-core prefill kernel (online softmax in base 2 on the
 // accumulator fragments). At the end the W warps' (max, sum, output) are merged through shared
 // memory. With an fp8 cache at head dim 128 a second form, opt-in until measured, takes the query
-// heads as the MMAs' N dimension instead (8 per block; "Heads as N" in the kernel).
+// heads as the MMAs' N dimension instead (8 per block; attention_decode_heads_n.cuh).
 //
 // 8 warps at small batches: a 256-key split is 16 tiles, which 4 warps with 2 buffers each take
 // in two rounds of cache reads and 8 in one. H200, same binary, 4 against 8 warps (`ops perf
@@ -83,6 +83,8 @@
 #include "backends/gpu/programmatic_launch.cuh"
 #include "ops/registry.h"
 #if !defined(PORTLLM_GPU_MUSA)
+#include "backends/gpu/attention_decode_fp8_fragments.cuh"
+#include "backends/gpu/attention_decode_heads_n.cuh"
 #include "backends/gpu/attention_decode_merge.cuh"
 #include "backends/gpu/cluster_sm90.cuh"
 #include "backends/gpu/mma_sm80.cuh"
@@ -138,53 +140,14 @@ template <class TC> constexpr bool kFp8 = sizeof(TC) == 1;
 template <int D, class TC> constexpr int kStageLd = kFp8<TC> ? D : kLd<D>;  // a copied row, in TC values
 template <int D, class TC> constexpr size_t kStageBytes = size_t(kKeys) * kStageLd<D, TC> * sizeof(TC);
 // fp8 at head dim 128 (every dense model here): no widened copy; each lane builds its MMA
-// fragments from the copied e4m3 tile with 32-bit words (see "Fragments from e4m3 tiles" below).
+// fragments from the copied e4m3 tile with 32-bit words (attention_decode_fp8_fragments.cuh).
 template <int D, class TC> constexpr bool kDirect = kFp8<TC> && D == 128;
-// The forms the heads-as-N kernel (kHN, "Heads as N" in the kernel) has: e4m3 tiles at head dim
+// The forms the heads-as-N kernel (kHN, attention_decode_heads_n.cuh) has: e4m3 tiles at head dim
 // 128 (kDirect) and 16-bit tiles at head dim 128.
 template <int D, class TC> constexpr bool kHNForm = D == 128 && (kDirect<D, TC> || !kFp8<TC>);
 template <int D, class TC>  // fp8 otherwise: (K, V) widened to f16
 constexpr size_t kWideBytes = kFp8<TC> && !kDirect<D, TC> ? 2 * kTileElems<D> * 2 : 0;
 
-// Fragments from e4m3 tiles (kDirect). An m16n8k16 B fragment is, for lane (g, t) = (lane / 4,
-// lane % 4), two pairs of k-consecutive values in column g; ldmatrix builds them from 16-bit
-// rows, and no sm_80/sm_90 instruction does it from 8-bit ones. Two freedoms make plain shared
-// loads do it instead, because attention sums over both the head dims (S = Q K^T) and the keys
-// (O = P V):
-// - head dims: k-step s of S takes, in lane t's k slots {2t, 2t+1, 2t+8, 2t+9}, the dims
-//   32t + 4s + {0, 1, 2, 3}. Q's A fragments are built with the same map, so a lane's K
-//   fragments for all 8 k-steps are 32 contiguous bytes of its key row (two 16-byte loads).
-// - keys: S's column n of n-tile nt is key 4 (n / 2) + 2 nt + n % 2 of the tile, which makes
-//   P V's k slots {2t, 2t+1, 2t+8, 2t+9} keys 4t .. 4t + 3. Output n-tile j's column n is dim
-//   16 n + j, so a lane's V values for all 16 n-tiles are 16 contiguous bytes of each of 4 key
-//   rows; two byte permutes pair the keys per dim, one conversion per pair widens them.
-// Copied rows have their 16-byte chunks permuted (fp8_chunk) so that neither pattern's loads
-// conflict in shared memory banks. Per 16-key tile a lane then issues 8 16-byte loads, 16 byte
-// permutes and 64 conversions, and no shared stores, ldmatrix or widening barrier.
-__device__ __forceinline__ int fp8_chunk(int row, int c) { return c ^ (row & 1) ^ (((row >> 2) & 3) << 1); }
-// A lane's words of a copied e4m3 tile pair, shared by both forms of the kernel: of K, key rows
-// 4 (g / 2) + g % 2 + 2 nt (nt = 0, 1), bytes 32t .. 32t + 31 of each; of V, key rows 4t .. 4t + 3,
-// bytes 16g .. 16g + 15 of each.
-template <int D>
-__device__ __forceinline__ void load_k_words(const uint8_t* tK, int g, int t, uint4 (&kw)[2][2]) {
-#pragma unroll
-  for (int nt = 0; nt < 2; ++nt) {
-    const int r = 4 * (g / 2) + 2 * nt + g % 2;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) kw[nt][h] = *reinterpret_cast<const uint4*>(tK + r * D + fp8_chunk(r, 2 * t + h) * 16);
-  }
-}
-template <int D>
-__device__ __forceinline__ void load_v_words(const uint8_t* tV, int g, int t, uint4 (&vw)[4]) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int r = 4 * t + i;
-    vw[i] = *reinterpret_cast<const uint4*>(tV + r * D + fp8_chunk(r, g) * 16);
-  }
-}
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int c) {
-  return c == 0 ? v.x : c == 1 ? v.y : c == 2 ? v.z : v.w;
-}
 // Q, then per warp kStages buffers of (K tile, V tile) as copied and, for fp8, one (K, V) pair
 // widened. After the loop the whole region is reused: the warps' final outputs (f32), then the
 // split merge's weights and partial outputs.
@@ -230,14 +193,14 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // The cache as copied: 16-byte vectors of EV values, CVPR per row, rows SLD values apart.
   constexpr int EV = 16 / int(sizeof(TC)), CVPR = D / EV, SLD = kStageLd<D, TC>;
   constexpr int kThreads = W * 32;
-  // kHN: the query heads are the MMAs' N dimension, 8 per block (see "Heads as N" below).
+  // kHN: the query heads are the MMAs' N dimension, 8 per block (attention_decode_heads_n.cuh).
   static_assert(!kHN || (kHNForm<D, TC> && !kCluster), "heads as N: head dim 128, split form");
-  constexpr int kR = kHN ? 8 : kRows;  // query heads per block
+  constexpr int kR = kHN ? heads_n::kHeads : kRows;  // query heads per block
   // The MMAs' dtype: q's, or f16 for an fp8 cache (one instruction widens a pair of e4m3 to f16
   // on sm_89+, against ~5 to bf16: widen_fp8x4_f16); Q is converted as it is staged, K and V widened.
   using TM = std::conditional_t<kFp8<TC>, gpu_half, T>;
   // The warps' outputs after the loop: rows of kORow floats (see o_col below).
-  constexpr int kORow = kCluster ? D : kHN ? D + 12 : kDirect<D, TC> ? D + 4 : D + 8;
+  constexpr int kORow = kCluster ? D : kHN ? D + heads_n::kRowPad : kDirect<D, TC> ? D + 4 : D + 8;
   constexpr size_t kRegionBytes = kSmemBytes<D, W, TC, S> - kDynSmemAlign;  // from smem_raw on
   static_assert(size_t(W) * kR * kORow * 4 <= kRegionBytes, "warp outputs fit the shared memory");
   static_assert((size_t(kRows) * kMaxSplits + size_t(kRows) * D) * 4 <= kRegionBytes,
@@ -422,18 +385,13 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // ldmatrix per tile: the widened-fp8 loop was bound by instruction latency (ncu, H200, Qwen3-8B
   // heads at batch 256 x 1k keys: ~500-610 instructions per warp and 16-key tile, 3 warps per
   // scheduler, short-scoreboard stalls on shared memory the largest share). kDirect builds them
-  // with its head-dim map (see "Fragments from e4m3 tiles").
+  // with its head-dim map (attention_decode_fp8_fragments.cuh).
   constexpr bool kQInRegs = D <= 128;
   uint32_t qa[kQInRegs && !kHN ? D / 16 : 1][4];
   uint32_t qb[kHN ? D / 16 : 1][2];  // kHN: Q^T's B fragments (kDirect: with its head-dim map)
   const int g = lane / 4, t = lane % 4;  // a fragment's row (or column) and k pair
   if constexpr (kHN) {
-#pragma unroll
-    for (int s = 0; s < D / 16; ++s) {  // column g's k slots {2t, 2t + 1}, {2t + 8, 2t + 9}
-      const TM* q0 = sQ + g * LD + (kDirect<D, TC> ? (D / 4) * t + 4 * s : 16 * s + 2 * t);
-      qb[s][0] = *reinterpret_cast<const uint32_t*>(q0);
-      qb[s][1] = *reinterpret_cast<const uint32_t*>(q0 + (kDirect<D, TC> ? 2 : 8));
-    }
+    heads_n::q_fragments<D, LD, kDirect<D, TC>>(sQ, lane, qb);
   } else if constexpr (kDirect<D, TC>) {  // k-step s's k slots of lane t: dims 32t + 4s + {0, 1, 2, 3}
 #pragma unroll
     for (int s = 0; s < D / 16; ++s) {
@@ -447,107 +405,6 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
 #pragma unroll
     for (int kk = 0; kk < D; kk += 16) ldsm_x4(qa[kk / 16], sQ + (lane % 16) * LD + kk + (lane / 16) * 8);
   }
-
-  // Heads as N (kHN; head dim 128, up to 8 query heads per KV head): S^T = K Q^T and
-  // O^T += V^T P^T, the keys and head dims as the MMAs' M rows and the query heads as their 8
-  // columns. The row form (tile_rows, below) fills 4 of 16 rows with Qwen3-8B's 4 heads per KV
-  // head, this one 4 of 8 columns: per 16-key tile 8 + 8 MMAs instead of 16 + 16, 4 exponentials per lane
-  // instead of 8, and 8 output tiles (32 registers) instead of 16 (64).
-  // 16-bit tiles: K's A fragments by ldmatrix from its rows (keys g, g + 8), V^T's by the
-  // transposing ldmatrix (output tile i: dims 16i + g, 16i + g + 8), as many as the row form's.
-  // e4m3 tiles (kDirect): the loads and conversions are the row form's, from the same rows and
-  // chunks:
-  // - S^T's A fragment rows g and g + 8 are key rows pk and pk + 2 (pk = 4 (g / 2) + g % 2, the row
-  //   form's n-tiles 0 and 1), k-step s the head dims 32t + 4s + {0, 1, 2, 3} as there;
-  // - its accumulator pairs (key, heads 2t and 2t + 1), packed to f16, become P^T's B fragments
-  //   by one transpose each (movmatrix): slots 2t, 2t + 1, 2t + 8, 2t + 9 are keys 4t .. 4t + 3;
-  // - V^T's A fragment of output tile i holds dims 16g + 2i (row g) and 16g + 2i + 1 (row g + 8):
-  //   a byte permute of two key rows and one conversion give both rows' pairs.
-  // The softmax's maximum per head is a reduction over the 8 lanes of a column (3 shuffles each
-  // for the 2 heads a lane holds), run only on tiles that raise some head's maximum.
-  auto tile_hn = [&](const TM* sK, const TM* sV, const uint8_t* tK, const uint8_t* tV, int kt) {
-    // Accumulator rows g and g + 8 are keys k0 and k0 + kd of the tile.
-    const int k0 = kDirect<D, TC> ? 4 * (g / 2) + g % 2 : g, kd = kDirect<D, TC> ? 2 : 8;
-    float sa[2][4] = {};  // even and odd k-steps: two chains of 4 dependent MMAs instead of one of 8
-    if constexpr (kDirect<D, TC>) {
-      uint4 kw[2][2];
-      load_k_words<D>(tK, g, t, kw);  // key rows k0 and k0 + 2
-#pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {
-        uint32_t a[4];
-        widen_fp8x4_f16(word_of(kw[0][ks / 4], ks % 4), a[0], a[2]);
-        widen_fp8x4_f16(word_of(kw[1][ks / 4], ks % 4), a[1], a[3]);
-        Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
-      }
-    } else {
-#pragma unroll
-      for (int ks = 0; ks < D / 16; ++ks) {
-        uint32_t a[4];
-        ldsm_x4(a, sK + (lane % 16) * LD + 16 * ks + (lane / 16) * 8);
-        Mma<TM>::run(sa[ks % 2], a, qb[ks][0], qb[ks][1]);
-      }
-    }
-    float s[4];  // (key k0, head 2t), (k0, 2t + 1), (k0 + kd, 2t), (k0 + kd, 2t + 1)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] = sa[0][e] + sa[1][e];
-    if (!kLarge || kt + kKeys > end) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[e] = kt + k0 + (e & 2 ? kd : 0) < end ? s[e] * s_scale : -INFINITY;
-    } else if (!kQScaled) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[e] *= s_scale;
-    }
-    // A head's running maximum moves only where some lane's score exceeds it (after the first
-    // tiles, rarely): the column reductions, the factors and the rescale run only then, and
-    // skipping them is exact. The maxima are uniform over a column's lanes (the reductions hand
-    // every lane the result, and the branch is warp-uniform).
-    const float c0 = fmaxf(s[0], s[2]), c1 = fmaxf(s[1], s[3]);
-    if (__any_sync(0xffffffffu, c0 > m0 || c1 > m1)) {
-      const float mn0 = fmaxf(m0, column_max(c0)), mn1 = fmaxf(m1, column_max(c1));  // finite: key kt is valid
-      const float alpha0 = ex2(m0 - mn0), alpha1 = ex2(m1 - mn1);
-      l0 *= alpha0;
-      l1 *= alpha1;
-#pragma unroll
-      for (int i = 0; i < D / 16; ++i) {
-        o[i][0] *= alpha0;
-        o[i][1] *= alpha1;
-        o[i][2] *= alpha0;
-        o[i][3] *= alpha1;
-      }
-      m0 = mn0;
-      m1 = mn1;
-    }
-    s[0] = ex2(s[0] - m0);
-    s[1] = ex2(s[1] - m1);
-    s[2] = ex2(s[2] - m0);
-    s[3] = ex2(s[3] - m1);
-    l0 += s[0] + s[2];  // per-lane partial sums; the column is reduced at the end
-    l1 += s[1] + s[3];
-    const uint32_t pb0 = movmatrix_trans(Mma<TM>::pack(s[0], s[1]));
-    const uint32_t pb1 = movmatrix_trans(Mma<TM>::pack(s[2], s[3]));
-    if constexpr (kDirect<D, TC>) {
-      uint4 vw[4];
-      load_v_words<D>(tV, g, t, vw);
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const uint32_t r0 = word_of(vw[0], c), r1 = word_of(vw[1], c), r2 = word_of(vw[2], c), r3 = word_of(vw[3], c);
-        uint32_t a[4];
-        widen_fp8x4_f16(__byte_perm(r0, r1, 0x5140), a[0], a[1]);
-        widen_fp8x4_f16(__byte_perm(r2, r3, 0x5140), a[2], a[3]);
-        Mma<TM>::run(o[2 * c], a, pb0, pb1);
-        widen_fp8x4_f16(__byte_perm(r0, r1, 0x7362), a[0], a[1]);
-        widen_fp8x4_f16(__byte_perm(r2, r3, 0x7362), a[2], a[3]);
-        Mma<TM>::run(o[2 * c + 1], a, pb0, pb1);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < D / 16; ++i) {  // keys 0-7 / 8-15 (lanes 0-15 / 16-31), dims 16i + 0-7 / 8-15
-        uint32_t a[4];
-        ldsm_x4_trans(a, sV + (lane % 8 + (lane / 16) * 8) * LD + 16 * i + ((lane / 8) % 2) * 8);
-        Mma<TM>::run(o[i], a, pb0, pb1);
-      }
-    }
-  };
 
   // One 16-key tile of the row form: the query heads as the MMAs' M rows (S = Q K^T, O += P V).
   auto tile_rows = [&](const TM* sK, const TM* sV, const uint8_t* tK, const uint8_t* tV, int kt) {
@@ -688,8 +545,11 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
     const uint8_t* tK = reinterpret_cast<const uint8_t*>(staged(buf));  // kDirect: the e4m3 tiles
     const uint8_t* tV = tK + kKeys * D;
     const int kt = start + (warp + j * W) * kKeys;
-    if constexpr (kHN) tile_hn(sK, sV, tK, tV, kt);
-    else tile_rows(sK, sV, tK, tV, kt);
+    if constexpr (kHN)
+      heads_n::tile<D, LD, TM, kDirect<D, TC>, kLarge, kQScaled>(sK, sV, tK, tV, kt, end, s_scale, lane, qb, o, m0, m1,
+                                                                 l0, l1);
+    else
+      tile_rows(sK, sV, tK, tV, kt);
     __syncwarp();  // every lane is done with buf before a later iteration refills it
   }
   if constexpr (kHN) {
@@ -723,20 +583,12 @@ __global__ void __launch_bounds__(W * 32, kMinBlocks) attn_decode_mma_kernel(Att
   // Rows of kORow floats, dim d of a row at column o_col(d): padding that keeps the fragment stores
   // here and the merge's row reads below off each other's banks (unpadded, each kDirect store put
   // all 16 lanes on one bank, and the others 4). The cluster form's merge reads them unpadded.
-  // kHN: a store's 32 lanes hold heads 2t (+1) and dims 16g + 2i (+1), or 16i + g (+8) with
-  // 16-bit tiles; one float of padding per 16 dims and rows of D + 12 put them on 32 different banks.
-  auto o_col = [](int d) { return kHN ? d + (d >> 4) : kDirect<D, TC> && !kCluster ? d + (d >> 5) : d; };
+  // kHN: heads_n::out_col.
+  auto o_col = [](int d) {
+    return kHN ? heads_n::out_col(d) : kDirect<D, TC> && !kCluster ? d + (d >> 5) : d;
+  };
   constexpr int kNext = kDirect<D, TC> ? 16 : 1;  // the dim of column 2t + 1 after that of 2t
-  if constexpr (kHN) {
-#pragma unroll
-    for (int i = 0; i < D / 16; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int hd = 2 * t + (e & 1);
-        const int d = kDirect<D, TC> ? 16 * g + 2 * i + (e >> 1) : 16 * i + g + 8 * (e >> 1);
-        if (hd < ng) s_o[(size_t(warp) * kR + hd) * kORow + o_col(d)] = o[i][e];
-      }
-  }
+  if constexpr (kHN) heads_n::store_outputs<D, kDirect<D, TC>>(o, s_o + size_t(warp) * kR * kORow, kORow, ng, lane);
 #pragma unroll
   for (int i = 0; i < (kHN ? 0 : D / 8); ++i) {
     const int d = kDirect<D, TC> ? 32 * (lane % 4) + i : i * 8 + (lane % 4) * 2;
@@ -830,7 +682,7 @@ void launch_form(const AttnParams& p, int B, Stream& s) {
   auto* kernel = attn_decode_mma_kernel<T, TC, D, false, W, kLarge, kMinBlocks, S, kHN>;
   constexpr size_t smem = kSmemBytes<D, W, TC, S>;
   (void)gpuFuncSetAttribute(kernel, gpuFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  launch_programmatic(s, kernel, grid_of(p, B, kHN ? 8 : kRows), dim3(W * 32), smem, p);
+  launch_programmatic(s, kernel, grid_of(p, B, kHN ? heads_n::kHeads : kRows), dim3(W * 32), smem, p);
 }
 
 // hn: the heads-as-N form (kHNForm caches with up to 8 query heads per KV head only).

@@ -83,7 +83,7 @@ int small_batch_warps() {
 }
 
 // Whether caches (fp8 or 16-bit) at head dim 128 with up to 8 query heads per KV head take the
-// heads-as-N form of the kernel (see "Heads as N" there). Opt-in (PORTLLM_ATTN_HEADS_N=1, read
+// heads-as-N form of the kernel (attention_decode_heads_n.cuh). Opt-in (PORTLLM_ATTN_HEADS_N=1, read
 // once): the form was written in the forty-second session, when no GPU was lent, and has not run
 // yet; it becomes the default if `ops test -b cuda -o ATTN_DECODE` passes with it and the H200
 // measures it faster.
