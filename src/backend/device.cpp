@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/ranges.h>
+
 #include "core/error.h"
 
 namespace portllm {
@@ -21,7 +23,11 @@ std::string Device::name() const {
 
 Tensor Device::empty(DType dtype, std::vector<int64_t> shape) {
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape) {
+    PL_CHECK(d >= 0 && (d == 0 || n <= (int64_t(1) << 62) / d), "tensor shape [{}] is negative or overflows",
+             fmt::join(shape, ", "));
+    n *= d;
+  }
   size_t bytes = size_t(n) * dtype_size(dtype);
   auto mem = allocate_bytes(bytes ? bytes : 1);
   void* p = mem.get();

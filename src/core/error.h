@@ -13,6 +13,13 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+// A device or host allocation that failed. Callers that know why the memory was asked for
+// (model loading: the config's sizes) catch it and name that.
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& msg) : Error(msg) {}
+};
+
 // PL_THROW("config.json: field '{}' must be an integer", name);
 #define PL_THROW(...) throw ::portllm::Error(fmt::format(__VA_ARGS__))
 

@@ -68,9 +68,21 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts, OpContext& ctx) 
   WeightLoader loader(opts.path, opts.load_format, cfg, *ctx.device, opts.seed);
   // Reduced depth: tensors of the dropped layers are expected but unused.
   if (opts.num_layers_override > 0) loader.ignore_layers_from(cfg.num_layers);
-  auto model = archs().at(cfg.architecture)(cfg, loader, ctx);
-  loader.finish();
-  return model;
+  // Weights and tables (RoPE) are sized by the config: a failed allocation names it.
+  auto does_not_fit = [&](const char* why) {
+    return Error(fmt::format("{}: the model it describes does not fit (hidden_size {}, head_dim {}, {} layers, "
+                             "max_position_embeddings {}): {}", cfg.source, cfg.hidden_size, cfg.head_dim,
+                             cfg.num_layers, cfg.max_position_embeddings, why));
+  };
+  try {
+    auto model = archs().at(cfg.architecture)(cfg, loader, ctx);
+    loader.finish();
+    return model;
+  } catch (const OutOfMemory& e) {
+    throw does_not_fit(e.what());
+  } catch (const std::bad_alloc& e) {
+    throw does_not_fit(e.what());
+  }
 }
 
 }  // namespace portllm

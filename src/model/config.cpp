@@ -19,6 +19,26 @@ int64_t as_int(const nlohmann::json& v, const std::string& src, const std::strin
   PL_THROW("{}: field '{}' must be an integer, got {}", src, key, v.dump());
 }
 
+std::string as_string(const nlohmann::json& v, const std::string& src, const std::string& key) {
+  if (v.is_string()) return v.get<std::string>();
+  PL_THROW("{}: field '{}' must be a string, got {}", src, key, v.dump());
+}
+
+bool as_bool(const nlohmann::json& v, const std::string& src, const std::string& key) {
+  if (v.is_boolean()) return v.get<bool>();
+  PL_THROW("{}: field '{}' must be true or false, got {}", src, key, v.dump());
+}
+
+// The elements of a list field, each converted by `as` with the field named KEY[i].
+template <class T, class As>
+std::vector<T> as_list(const nlohmann::json* v, const std::string& src, const std::string& key, As as) {
+  std::vector<T> out;
+  if (!v) return out;
+  if (!v->is_array()) PL_THROW("{}: field '{}' must be a list, got {}", src, key, v->dump());
+  for (size_t i = 0; i < v->size(); ++i) out.push_back(as((*v)[i], src, fmt::format("{}[{}]", key, i)));
+  return out;
+}
+
 double as_double(const nlohmann::json& v, const std::string& src, const std::string& key) {
   if (v.is_number()) return v.get<double>();
   PL_THROW("{}: field '{}' must be a number, got {}", src, key, v.dump());
@@ -41,8 +61,8 @@ RopeConfig parse_rope(const nlohmann::json& j, const std::string& src) {
   auto opt = [&](const char* key, std::optional<double>& out) {
     if (auto* v = find(*p, key)) out = as_double(*v, src, where + "." + key);
   };
-  if (auto* t = find(*p, "rope_type")) r.type = t->get<std::string>();
-  else if (auto* t2 = find(*p, "type")) r.type = t2->get<std::string>();
+  if (auto* t = find(*p, "rope_type")) r.type = as_string(*t, src, where + ".rope_type");
+  else if (auto* t2 = find(*p, "type")) r.type = as_string(*t2, src, where + ".type");
   num("rope_theta", r.theta);
   num("factor", r.factor);
   num("partial_rotary_factor", r.partial_rotary_factor);
@@ -54,7 +74,7 @@ RopeConfig parse_rope(const nlohmann::json& j, const std::string& src) {
   opt("mscale_all_dim", r.mscale_all_dim);
   opt("attention_factor", r.attention_factor);
   if (auto* v = find(*p, "original_max_position_embeddings")) r.original_max_position_embeddings = as_int(*v, src, where + ".original_max_position_embeddings");
-  if (auto* v = find(*p, "truncate")) r.truncate = v->get<bool>();
+  if (auto* v = find(*p, "truncate")) r.truncate = as_bool(*v, src, where + ".truncate");
   if (r.type == "deepseek_yarn") r.type = "yarn";
   static const char* known[] = {"default", "linear", "llama3", "yarn", "dynamic", "mrope"};
   bool ok = false;
@@ -67,7 +87,8 @@ QuantConfig parse_quant(const nlohmann::json& j, const std::string& src) {
   QuantConfig q;
   const nlohmann::json* qc = find(j, "quantization_config");
   if (!qc) return q;
-  q.method = qc->value("quant_method", "");
+  if (!qc->is_object()) PL_THROW("{}: field 'quantization_config' must be an object", src);
+  if (auto* m = find(*qc, "quant_method")) q.method = as_string(*m, src, "quantization_config.quant_method");
   if (q.method != "fp8") PL_THROW("{}: quantization_config.quant_method '{}' is not supported (supported: fp8)", src, q.method);
   if (auto* bs = find(*qc, "weight_block_size")) {
     if (!bs->is_array() || bs->size() != 2) PL_THROW("{}: quantization_config.weight_block_size must be [n, k]", src);
@@ -75,8 +96,8 @@ QuantConfig parse_quant(const nlohmann::json& j, const std::string& src) {
     q.block_k = int(as_int((*bs)[1], src, "weight_block_size[1]"));
   }
   for (const char* key : {"modules_to_not_convert", "ignored_layers"})
-    if (auto* m = find(*qc, key))
-      for (auto& s : *m) q.modules_to_not_convert.push_back(s.get<std::string>());
+    for (auto& s : as_list<std::string>(find(*qc, key), src, std::string("quantization_config.") + key, as_string))
+      q.modules_to_not_convert.push_back(s);
   return q;
 }
 
@@ -105,17 +126,13 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& top, const std::string&
       if (!c.raw.contains(k) && k != "text_config" && k != "vision_config") c.raw[k] = v;
   }
   const auto& j = c.raw;
-  if (auto* a = find(top, "architectures"); a && a->is_array() && !a->empty()) c.architecture = (*a)[0].get<std::string>();
+  if (auto* a = find(top, "architectures"); a && a->is_array() && !a->empty()) c.architecture = as_string((*a)[0], src, "architectures[0]");
   else PL_THROW("{}: missing field 'architectures'", src);
   c.model_type = c.get_string("model_type", "");
-  try {
-    c.hidden_size = c.get_int("hidden_size");
-    c.num_layers = c.get_int("num_hidden_layers");
-    c.num_heads = c.get_int("num_attention_heads");
-    c.vocab_size = c.get_int("vocab_size");
-  } catch (const Error&) {
-    throw;
-  }
+  c.hidden_size = c.get_int("hidden_size");
+  c.num_layers = c.get_int("num_hidden_layers");
+  c.num_heads = c.get_int("num_attention_heads");
+  c.vocab_size = c.get_int("vocab_size");
   c.intermediate_size = c.get_int("intermediate_size", 0);
   c.num_kv_heads = c.get_int("num_key_value_heads", c.num_heads);
   c.head_dim = c.get_int("head_dim", c.num_heads ? c.hidden_size / c.num_heads : 0);
@@ -128,6 +145,10 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& top, const std::string&
   else PL_THROW("{}: field 'torch_dtype' has unsupported value '{}'", src, dt);
   if (c.hidden_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 || c.vocab_size <= 0 || c.head_dim <= 0)
     PL_THROW("{}: hidden_size, num_hidden_layers, num_attention_heads, vocab_size and head_dim must be positive", src);
+  // The RoPE table holds max_position_embeddings rows; 2^24 is 16x the longest context of the
+  // supported families, and keeps a mistyped value from becoming a multi-terabyte allocation.
+  if (c.max_position_embeddings <= 0 || c.max_position_embeddings > (int64_t(1) << 24))
+    PL_THROW("{}: max_position_embeddings ({}) must be in [1, 16777216]", src, c.max_position_embeddings);
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0)
     PL_THROW("{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})", src, c.num_heads, c.num_kv_heads);
   c.rope = parse_rope(j, src);
@@ -161,16 +182,20 @@ double ModelConfig::get_double(const std::string& key, double fallback) const {
 
 bool ModelConfig::get_bool(const std::string& key, bool fallback) const {
   auto* v = find(raw, key);
-  if (!v) return fallback;
-  if (!v->is_boolean()) PL_THROW("{}: field '{}' must be true or false, got {}", source, key, v->dump());
-  return v->get<bool>();
+  return v ? as_bool(*v, source, key) : fallback;
 }
 
 std::string ModelConfig::get_string(const std::string& key, const std::string& fallback) const {
   auto* v = find(raw, key);
-  if (!v) return fallback;
-  if (!v->is_string()) PL_THROW("{}: field '{}' must be a string, got {}", source, key, v->dump());
-  return v->get<std::string>();
+  return v ? as_string(*v, source, key) : fallback;
+}
+
+std::vector<int64_t> ModelConfig::get_int_list(const std::string& key) const {
+  return as_list<int64_t>(find(raw, key), source, key, as_int);
+}
+
+std::vector<std::string> ModelConfig::get_string_list(const std::string& key) const {
+  return as_list<std::string>(find(raw, key), source, key, as_string);
 }
 
 }  // namespace portllm

@@ -59,6 +59,10 @@ struct ModelConfig {
   double get_double(const std::string& key, double fallback) const;
   bool get_bool(const std::string& key, bool fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
+  // A list field, empty when absent or null; a non-list or an element of the wrong kind is an
+  // error naming the field and index.
+  std::vector<int64_t> get_int_list(const std::string& key) const;
+  std::vector<std::string> get_string_list(const std::string& key) const;
   bool has(const std::string& key) const;
 };
 

@@ -39,7 +39,11 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const std::string& path) 
     if (!e["shape"].is_array()) PL_THROW("{}: tensor '{}': shape must be an array", path, name);
     uint64_t numel = 1;
     for (auto& d : e["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) PL_THROW("{}: tensor '{}': bad shape {}", path, name, e["shape"].dump());
+      // A dimension past 2^48 or a product past 2^62 elements would wrap the byte count below
+      // and could match a short data range.
+      if (!d.is_number_integer() || d.get<int64_t>() < 0 || d.get<int64_t>() > (int64_t(1) << 48) ||
+          (d.get<int64_t>() > 0 && numel > (uint64_t(1) << 62) / uint64_t(d.get<int64_t>())))
+        PL_THROW("{}: tensor '{}': bad shape {}", path, name, e["shape"].dump());
       en.shape.push_back(d.get<int64_t>());
       numel *= uint64_t(d.get<int64_t>());
     }
@@ -80,6 +84,7 @@ Tensor SafetensorsFile::tensor(const std::string& name) const {
 Checkpoint Checkpoint::open_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   Checkpoint c;
+  c.dir_ = dir;
   const fs::path index_path = fs::path(dir) / "model.safetensors.index.json";
   std::vector<std::string> files;
   if (fs::exists(index_path)) {
@@ -91,8 +96,10 @@ Checkpoint Checkpoint::open_dir(const std::string& dir) {
     }
     if (!idx.contains("weight_map") || !idx["weight_map"].is_object())
       PL_THROW("{}: missing object 'weight_map'", index_path.string());
-    for (auto& [name, file] : idx["weight_map"].items())
+    for (auto& [name, file] : idx["weight_map"].items()) {
+      if (!file.is_string()) PL_THROW("{}: weight_map['{}'] must be a file name", index_path.string(), name);
       if (std::find(files.begin(), files.end(), file.get<std::string>()) == files.end()) files.push_back(file.get<std::string>());
+    }
   } else if (fs::exists(fs::path(dir) / "model.safetensors")) {
     files.push_back("model.safetensors");
   } else {
@@ -121,20 +128,16 @@ std::vector<std::string> Checkpoint::names() const {
   return v;
 }
 
-const SafetensorsEntry& Checkpoint::entry(const std::string& name) const {
+size_t Checkpoint::file_index(const std::string& name) const {
   auto it = index_.find(name);
-  if (it == index_.end()) PL_THROW("checkpoint: missing tensor '{}'", name);
-  return *files_[it->second]->find(name);
+  if (it == index_.end()) PL_THROW("{}: missing tensor '{}'", dir_, name);
+  return it->second;
 }
 
-Tensor Checkpoint::tensor(const std::string& name) const {
-  auto it = index_.find(name);
-  if (it == index_.end()) PL_THROW("checkpoint: missing tensor '{}'", name);
-  return files_[it->second]->tensor(name);
-}
+const SafetensorsEntry& Checkpoint::entry(const std::string& name) const { return *files_[file_index(name)]->find(name); }
 
-const std::string& Checkpoint::file_of(const std::string& name) const {
-  return files_[index_.at(name)]->path();
-}
+Tensor Checkpoint::tensor(const std::string& name) const { return files_[file_index(name)]->tensor(name); }
+
+const std::string& Checkpoint::file_of(const std::string& name) const { return files_[file_index(name)]->path(); }
 
 }  // namespace portllm

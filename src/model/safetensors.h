@@ -45,6 +45,8 @@ class Checkpoint {
   const std::string& file_of(const std::string& name) const;
 
  private:
+  size_t file_index(const std::string& name) const;  // throws naming the directory
+  std::string dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, size_t> index_;  // tensor name -> files_ index
 };

@@ -16,6 +16,14 @@ const Json* field(const Json& body, const char* name) {
   return &*it;
 }
 
+// obj is an object whose "type" is the string `type` (a "type" of another kind is no match,
+// where nlohmann's value() would throw a type_error, a 500).
+bool has_type(const Json& obj, const char* type) {
+  if (!obj.is_object()) return false;
+  auto it = obj.find("type");
+  return it != obj.end() && it->is_string() && it->get<std::string>() == type;
+}
+
 bool get_bool(const Json& body, const char* name, bool def) {
   const Json* v = field(body, name);
   if (!v) return def;
@@ -145,7 +153,7 @@ void parse_common(const Json& body, int32_t vocab_size, CommonRequest& r) {
     r.include_usage = get_bool(*so, "include_usage", false);
   }
   if (const Json* rf = field(body, "response_format")) {
-    if (!rf->is_object() || rf->value("type", "") != "text")
+    if (!has_type(*rf, "text"))
       throw bad_request("'response_format' other than {\"type\": \"text\"} is not supported", "response_format");
   }
   if (field(body, "user") && !(*field(body, "user")).is_string()) throw bad_request("'user' must be a string", "user");
@@ -165,7 +173,7 @@ Json normalize_content(const Json& content, size_t i) {
   if (!content.is_array()) throw bad_request(fmt::format("messages[{}].content must be a string or an array of parts", i), "messages");
   std::string text;
   for (const Json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+    if (!has_type(part, "text") || !part.contains("text") || !part["text"].is_string())
       throw bad_request(fmt::format("messages[{}].content: only {{\"type\": \"text\", \"text\": ...}} parts are supported", i), "messages");
     text += part["text"].get<std::string>();
   }
@@ -175,9 +183,20 @@ Json normalize_content(const Json& content, size_t i) {
 }  // namespace
 
 Json parse_body(const std::string& body) {
+  // nlohmann parses iteratively, but copies, dumps and the chat template's conversion recurse:
+  // a 32 MiB body of nested brackets would overflow a worker's stack. Real bodies (JSON schemas
+  // of tools included) nest a few dozen levels; Python's json, behind vLLM, stops near 1000.
+  static constexpr int kMaxDepth = 512;
+  auto depth_guard = [](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) && depth >= kMaxDepth)
+      throw bad_request(fmt::format("the request body nests deeper than {} levels", kMaxDepth));
+    return true;
+  };
   Json j;
   try {
-    j = Json::parse(body);
+    j = Json::parse(body, depth_guard);
+  } catch (const ApiError&) {
+    throw;
   } catch (const std::exception& e) {
     throw bad_request(fmt::format("the request body is not valid JSON: {}", e.what()));
   }
@@ -255,13 +274,15 @@ ChatRequest parse_chat_request(const Json& body, int32_t vocab_size) {
     Json content = msg.contains("content") ? normalize_content(msg["content"], i) : Json(nullptr);
     if (content.is_null() && !(rs == "assistant" && msg.contains("tool_calls")))
       throw bad_request(fmt::format("messages[{}].content is required", i), "messages");
-    out["content"] = content;
+    // An assistant turn that only calls tools has content null; templates concatenate it as a
+    // string (Qwen3's does), so it renders as "" as in vLLM, which joins the absent parts.
+    out["content"] = content.is_null() ? Json("") : content;
     r.messages.push_back(std::move(out));
   }
   if (const Json* tools = field(body, "tools")) {
     if (!tools->is_array()) throw bad_request("'tools' must be an array", "tools");
     for (const Json& t : *tools) {
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
+      if (!has_type(t, "function") || !t.contains("function") || !t["function"].is_object() ||
           !t["function"].contains("name") || !t["function"]["name"].is_string() || t["function"]["name"].get<std::string>().empty())
         throw bad_request("'tools' entries must be {\"type\": \"function\", \"function\": {\"name\": ...}}", "tools");
       if (t["function"].contains("parameters") && !t["function"]["parameters"].is_object() && !t["function"]["parameters"].is_null())
@@ -276,7 +297,7 @@ ChatRequest parse_chat_request(const Json& body, int32_t vocab_size) {
       else if (s == "auto") r.tool_choice = ToolChoice::Auto;
       else if (s == "required") r.tool_choice = ToolChoice::Required;
       else throw bad_request("'tool_choice' must be none, auto, required or {\"type\": \"function\", ...}", "tool_choice");
-    } else if (tc->is_object() && tc->value("type", "") == "function" && tc->contains("function") &&
+    } else if (has_type(*tc, "function") && tc->contains("function") &&
                (*tc)["function"].is_object() && (*tc)["function"].contains("name") && (*tc)["function"]["name"].is_string()) {
       r.tool_choice = ToolChoice::Named;
       r.tool_choice_name = (*tc)["function"]["name"].get<std::string>();

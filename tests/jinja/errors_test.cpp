@@ -74,6 +74,21 @@ TEST(RuntimeErrors, LimitsInsteadOfCrashes) {
   EXPECT_EQ(render("{{ 2 ** 62 }}"), "4611686018427387904");
   EXPECT_EQ(render_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
             "test:1: macro 'f': maximum recursion depth exceeded");
+  // Nesting past the parser's bound is refused at load (tests/robustness nests 50,000 deep).
+  const std::string deep = std::string(200, '(') + "1" + std::string(200, ')');
+  EXPECT_EQ(load_error("{{ " + deep + " }}"), "tmpl:1: expressions and blocks nest deeper than 1024 levels");
+  EXPECT_EQ(load_error("{{ " + std::string(20, '(') + "1" + std::string(20, ')') + " }}"), "");
+}
+
+TEST(RuntimeErrors, ContainersThatHoldThemselves) {
+  // Printed as Python prints them: the container met again inside itself is elided.
+  EXPECT_EQ(render("{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns }}"), "<Namespace {'a': <Namespace {...}>}>");
+  EXPECT_EQ(render("{% set l = [1] %}{{ l.append(l) or '' }}{{ l }}"), "[1, [...]]");
+  EXPECT_EQ(render("{% set d = {} %}{{ d.update({'k': d}) or '' }}{{ d }}"), "{'k': {...}}");
+  // json.dumps refuses them; comparisons stop where Python's RecursionError would.
+  EXPECT_EQ(render_error("{% set l = [1] %}{{ l.append(l) or '' }}{{ l | tojson }}"), "test:1: Circular reference detected");
+  EXPECT_EQ(render_error("{% set a = [1] %}{% set b = [1] %}{{ a.append(a) or '' }}{{ b.append(b) or '' }}{{ a == b }}"),
+            "test:1: maximum recursion depth exceeded in comparison");
 }
 
 TEST(RuntimeErrors, RaiseExceptionCarriesTemplateMessage) {

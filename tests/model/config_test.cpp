@@ -76,6 +76,13 @@ TEST(Config, BadConfigsNameTheProblem) {
   EXPECT_NE(unsupported.find("unsupported architecture 'GPT2LMHeadModel'"), std::string::npos) << unsupported;
   EXPECT_NE(unsupported.find("config.json"), std::string::npos);
   EXPECT_NE(config_error("{" + base + R"(,"quantization_config":{"quant_method":"awq"}})").find("quant_method 'awq'"), std::string::npos);
+  // Fields of the wrong kind, found by tests/robustness: named, not nlohmann's type_error.
+  EXPECT_NE(config_error(R"({"architectures":[1]})").find("'architectures[0]' must be a string"), std::string::npos);
+  EXPECT_NE(config_error("{" + base + R"(,"rope_scaling":{"rope_type":7}})").find("'rope_scaling.rope_type' must be a string"), std::string::npos);
+  EXPECT_NE(config_error("{" + base + R"(,"quantization_config":[1]})").find("'quantization_config' must be an object"), std::string::npos);
+  EXPECT_NE(config_error("{" + base + R"(,"quantization_config":{"quant_method":"fp8","ignored_layers":[3]}})")
+                .find("'quantization_config.ignored_layers[0]' must be a string"), std::string::npos);
+  EXPECT_NE(config_error("{" + base + R"(,"max_position_embeddings":4611686018427387904})").find("max_position_embeddings"), std::string::npos);
 }
 
 TEST(Rope, Llama3ScalingKeepsHighFrequenciesAndScalesLowOnes) {

@@ -36,6 +36,16 @@ TEST(OpenAIProtocol, BodyMustBeJsonObject) {
   EXPECT_THROW(parse_body("[1, 2]"), ApiError);
   EXPECT_THROW(parse_body("\"text\""), ApiError);
   EXPECT_NO_THROW(parse_body("{}"));
+  // Nesting past 512 levels is refused by name (the routes' copies and dumps recurse).
+  const auto nested = [](int depth) { return "{\"a\": " + std::string(size_t(depth), '[') + std::string(size_t(depth), ']') + "}"; };
+  EXPECT_NO_THROW(parse_body(nested(500)));
+  try {
+    parse_body(nested(600));
+    ADD_FAILURE() << "a body nested 600 deep was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_NE(std::string(e.what()).find("deeper than 512"), std::string::npos) << e.what();
+  }
 }
 
 TEST(OpenAIProtocol, CompletionPromptForms) {
@@ -142,8 +152,11 @@ TEST(OpenAIProtocol, ChatMessagesAndTools) {
   EXPECT_EQ(r.tool_choice, ToolChoice::Named);
   EXPECT_EQ(r.tool_choice_name, "f");
   EXPECT_EQ(r.chat_template_kwargs["enable_thinking"], false);
-  // Assistant tool-call turns may omit content.
+  // Assistant tool-call turns may omit content or send null; templates see "" (as in vLLM).
   EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": []}]})"), "<no error>");
+  auto tc = parse_chat_request(J(R"({"messages": [{"role": "user", "content": "q"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]})"), kVocab);
+  EXPECT_EQ(tc.messages[1]["content"], "");
 }
 
 TEST(OpenAIProtocol, ChatRejects) {
@@ -163,6 +176,12 @@ TEST(OpenAIProtocol, ChatRejects) {
       "tools": [{"type": "function", "function": {"name": "f"}}]})"), "tool_choice");
   EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": 1})"), "chat_template_kwargs");
   EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": "json_object"}})"), "response_format");
+  // A "type" of the wrong kind is a 400 naming the field, not a type_error (a 500).
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "response_format": {"type": 1}})"), "response_format");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": 1, "function": {"name": "f"}}]})"), "tools");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": null, "function": {"name": "f"}},
+      "tools": [{"type": "function", "function": {"name": "f"}}]})"), "tool_choice");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "user", "content": [{"type": true, "text": "x"}]}]})"), "messages");
 }
 
 TEST(OpenAIProtocol, MaxTokensAgainstContext) {

@@ -51,9 +51,11 @@ CpuDevice::CpuDevice() {
 }
 
 std::shared_ptr<void> CpuDevice::allocate_bytes(size_t bytes) {
+  // Past 2^62 bytes no machine has the memory, and the rounding below would wrap.
+  void* p = nullptr;
   const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded ? rounded : 64);
-  if (!p) PL_THROW("cpu: out of memory allocating {} bytes", bytes);
+  if (bytes < (size_t(1) << 62)) p = std::aligned_alloc(64, rounded ? rounded : 64);
+  if (!p) throw OutOfMemory(fmt::format("cpu: out of memory allocating {} bytes", bytes));
   const size_t now = allocated_ += rounded;
   size_t prev = peak_.load();
   while (now > prev && !peak_.compare_exchange_weak(prev, now)) {}

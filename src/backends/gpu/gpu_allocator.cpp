@@ -53,8 +53,8 @@ void* CachingAllocator::malloc_or_flush(size_t cls) {
   if (e != gpuSuccess) {
     size_t fr = 0, tot = 0;
     (void)gpuMemGetInfo(&fr, &tot);
-    PL_THROW("gpu:{}: out of memory allocating {} bytes ({} MiB allocated by portllm, {} MiB free of {} MiB): {}",
-             device_, cls, allocated_ >> 20, fr >> 20, tot >> 20, gpuGetErrorString(e));
+    throw OutOfMemory(fmt::format("gpu:{}: out of memory allocating {} bytes ({} MiB allocated by portllm, {} MiB free of {} MiB): {}",
+                                  device_, cls, allocated_ >> 20, fr >> 20, tot >> 20, gpuGetErrorString(e)));
   }
   reserved_ += cls;
   ++driver_allocations_;

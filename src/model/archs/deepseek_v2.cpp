@@ -65,7 +65,7 @@ class DeepseekModel final : public PreNormDecoderModel<DeepseekLayer> {
     const int64_t first_dense = cfg.get_int("first_k_dense_replace", 0);
     const int64_t freq = std::max<int64_t>(1, cfg.get_int("moe_layer_freq", 1));
     // Multi-token-prediction layers follow the decoder layers; inference does not use them.
-    const int64_t full_depth = cfg.raw.value("num_hidden_layers", cfg.num_layers);
+    const int64_t full_depth = cfg.get_int("num_hidden_layers", cfg.num_layers);
     for (int64_t i = 0; i < cfg.get_int("num_nextn_predict_layers", 0); ++i)
       w.ignore_prefix("model.layers." + std::to_string(full_depth + i) + ".");
 

@@ -32,9 +32,7 @@ class Qwen3MoeModel final : public PreNormDecoderModel<Qwen3MoeLayer> {
     spec.intermediate = cfg.get_int("moe_intermediate_size");
     spec.renormalize = cfg.get_bool("norm_topk_prob", false);
     const int64_t sparse_step = cfg.get_int("decoder_sparse_step", 1);
-    std::vector<int64_t> mlp_only;
-    if (cfg.raw.contains("mlp_only_layers") && cfg.raw["mlp_only_layers"].is_array())
-      for (auto& v : cfg.raw["mlp_only_layers"]) mlp_only.push_back(v.get<int64_t>());
+    const std::vector<int64_t> mlp_only = cfg.get_int_list("mlp_only_layers");
 
     net_.embed = w.load("model.embed_tokens.weight", {cfg.vocab_size, cfg.hidden_size});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {

@@ -32,12 +32,12 @@ bool is_wrapped(const std::string& arch) { return arch.find("ForConditionalGener
 // Which layers are linear attention, for the first cfg.num_layers layers.
 std::vector<bool> linear_layers(const ModelConfig& cfg) {
   std::vector<bool> lin;
-  if (cfg.raw.contains("layer_types") && cfg.raw["layer_types"].is_array()) {
-    const auto& lt = cfg.raw["layer_types"];
+  if (cfg.has("layer_types")) {
+    const std::vector<std::string> lt = cfg.get_string_list("layer_types");
     if (int64_t(lt.size()) < cfg.num_layers)
       PL_THROW("{}: layer_types has {} entries for {} layers", cfg.source, lt.size(), cfg.num_layers);
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
-      const std::string t = lt[size_t(l)].get<std::string>();
+      const std::string& t = lt[size_t(l)];
       if (t != "linear_attention" && t != "full_attention")
         PL_THROW("{}: layer_types[{}] '{}' is not linear_attention or full_attention", cfg.source, l, t);
       lin.push_back(t == "linear_attention");
@@ -80,7 +80,7 @@ class Qwen3NextModel final : public Model {
       w.ignore_prefix("model.visual.");
       // Reduced depth: the dropped layers sit under the wrapped prefix, which the loader's
       // own "model.layers." rule does not cover. layer_types keeps the full depth.
-      const int64_t full = cfg.raw.contains("layer_types") ? int64_t(cfg.raw["layer_types"].size()) : cfg.num_layers;
+      const int64_t full = cfg.has("layer_types") ? int64_t(cfg.get_string_list("layer_types").size()) : cfg.num_layers;
       for (int64_t l = cfg.num_layers; l < full; ++l) w.ignore_prefix(root + "layers." + std::to_string(l) + ".");
     }
     const bool fused_qkvz = arch == "Qwen3NextForCausalLM";
@@ -97,9 +97,7 @@ class Qwen3NextModel final : public Model {
     }
     const int64_t shared_inter = cfg.get_int("shared_expert_intermediate_size", 0);
     const int64_t sparse_step = cfg.get_int("decoder_sparse_step", 1);
-    std::vector<int64_t> mlp_only;
-    if (cfg.raw.contains("mlp_only_layers") && cfg.raw["mlp_only_layers"].is_array())
-      for (auto& v : cfg.raw["mlp_only_layers"]) mlp_only.push_back(v.get<int64_t>());
+    const std::vector<int64_t> mlp_only = cfg.get_int_list("mlp_only_layers");
 
     const int64_t H = cfg.hidden_size;
     const int rot_dim = int(double(cfg.head_dim) * cfg.rope.partial_rotary_factor);

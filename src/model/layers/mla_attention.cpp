@@ -78,7 +78,7 @@ MlaAttention MlaAttention::load(WeightLoader& w, OpContext& ctx, const std::stri
                                 bool mscale_in_softmax) {
   MlaAttention a;
   a.num_heads = cfg.num_heads;
-  a.q_lora_rank = cfg.raw.contains("q_lora_rank") && !cfg.raw["q_lora_rank"].is_null() ? cfg.get_int("q_lora_rank") : 0;
+  a.q_lora_rank = cfg.get_int("q_lora_rank", 0);
   a.kv_lora_rank = cfg.get_int("kv_lora_rank");
   a.nope_dim = cfg.get_int("qk_nope_head_dim");
   a.rope_dim = cfg.get_int("qk_rope_head_dim");

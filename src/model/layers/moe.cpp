@@ -103,6 +103,15 @@ SparseMoe SparseMoe::load(WeightLoader& w, const std::string& p, const MoeSpec& 
   SparseMoe m;
   m.spec = s;
   const int64_t E = s.num_experts, H = s.hidden, I = s.intermediate;
+  // The routing kernels index [tokens, top_k] buffers and groups of E / n_group experts.
+  const std::string& src = w.config().source;
+  if (E < 1 || I < 1) PL_THROW("{}: a sparse layer needs experts ({}) and moe_intermediate_size ({}) >= 1", src, E, I);
+  if (s.top_k < 1 || s.top_k > E)
+    PL_THROW("{}: num_experts_per_tok ({}) must be in [1, {}] (the number of experts)", src, s.top_k, E);
+  if (s.n_group < 1 || s.topk_group < 1 || s.topk_group > s.n_group || E % s.n_group != 0 ||
+      s.top_k > s.topk_group * (E / s.n_group))
+    PL_THROW("{}: topk_group ({}) must be in [1, n_group ({})], n_group must divide the {} experts, and the "
+             "chosen groups must hold num_experts_per_tok ({}) experts", src, s.topk_group, s.n_group, E, s.top_k);
   m.router = w.load(p + ".gate.weight", {E, H});
   if (s.score_bias) m.score_bias = w.load(p + ".gate.e_score_correction_bias", {E}, {}, DType::F32);
   const std::string e0 = p + ".experts.0.gate_proj";

@@ -49,6 +49,13 @@ struct Dumper {
   const JsonDumpOptions& opt;
   std::string item_sep;
   std::string out;
+  std::vector<const void*> open;  // containers being dumped: one met again is a cycle
+
+  // Python's json.dumps refuses a container that holds itself.
+  void enter(const void* id) {
+    if (std::find(open.begin(), open.end(), id) != open.end()) throw TypeError("Circular reference detected");
+    open.push_back(id);
+  }
 
   void newline(int level) {
     out += '\n';
@@ -69,6 +76,7 @@ struct Dumper {
       case T::String: dump_string(out, v.s, opt.ensure_ascii); return;
       case T::List: {
         if (v.list->empty()) { out += "[]"; return; }
+        enter(v.list.get());
         out += '[';
         for (size_t k = 0; k < v.list->size(); ++k) {
           if (k) out += item_sep;
@@ -77,11 +85,13 @@ struct Dumper {
         }
         if (opt.indent >= 0) newline(level);
         out += ']';
+        open.pop_back();
         return;
       }
       case T::Dict: {
         if (v.dict->is_namespace) throw TypeError("Object of type Namespace is not JSON serializable");
         if (v.dict->items.empty()) { out += "{}"; return; }
+        enter(v.dict.get());
         std::vector<const std::pair<std::string, Value>*> items;
         for (auto& kv : v.dict->items) items.push_back(&kv);
         if (opt.sort_keys)
@@ -96,6 +106,7 @@ struct Dumper {
         }
         if (opt.indent >= 0) newline(level);
         out += '}';
+        open.pop_back();
         return;
       }
       case T::Undefined: throw TypeError("Object of type Undefined is not JSON serializable");
@@ -107,7 +118,7 @@ struct Dumper {
 }  // namespace
 
 std::string to_json(const Value& v, const JsonDumpOptions& opt) {
-  Dumper d{opt, opt.item_sep.empty() ? (opt.indent >= 0 ? "," : ", ") : opt.item_sep, {}};
+  Dumper d{opt, opt.item_sep.empty() ? (opt.indent >= 0 ? "," : ", ") : opt.item_sep, {}, {}};
   d.dump(v, 0);
   return std::move(d.out);
 }

@@ -30,6 +30,29 @@ class Parser {
   }
 
  private:
+  // ---- nesting bound ----
+  // Every edge of the syntax tree comes from a recursive parse call or from one step of a
+  // left-associative loop (a + b + c, x.a.b, x|f|g); both count here. So no tree, and no
+  // recursive evaluation or destruction of one, is deeper than kMaxDepth however the template is
+  // written: a template nested 50,000 deep is refused instead of overflowing the stack. Real
+  // templates reach 36 (Qwen3's, Qwen3.6's, Llama 3's, DeepSeek's: the count passes each
+  // precedence level, about ten per parenthesis).
+  static constexpr int kMaxDepth = 1024;
+  int depth_ = 0;
+  class Deeper {
+   public:
+    explicit Deeper(Parser& p) : p_(p) { step(); }
+    ~Deeper() { p_.depth_ -= n_; }
+    void step() {
+      ++n_;
+      if (++p_.depth_ > kMaxDepth) p_.fail(fmt::format("expressions and blocks nest deeper than {} levels", kMaxDepth));
+    }
+
+   private:
+    Parser& p_;
+    int n_ = 0;
+  };
+
   // ---- token helpers ----
   const Token& cur() const { return t_[i_]; }
   const Token& peek(size_t k = 1) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
@@ -87,6 +110,7 @@ class Parser {
   // Parses statements until a block tag whose name is in `ends`; consumes `{% name` and stores
   // the name in `end` (the caller parses the rest of that tag). Empty `ends`: until Eof.
   Body parse_until(std::initializer_list<const char*> ends, std::string& end, int open_line = 0) {
+    Deeper nest(*this);
     Body body;
     while (true) {
       const Token& t = cur();
@@ -347,8 +371,10 @@ class Parser {
   }
 
   ExprPtr parse_or() {
+    Deeper nest(*this);
     ExprPtr l = parse_and();
     while (is_name("or")) {
+      nest.step();
       int line = t_[i_++].line;
       l = binary("or", std::move(l), parse_and(), line);
     }
@@ -356,8 +382,10 @@ class Parser {
   }
 
   ExprPtr parse_and() {
+    Deeper nest(*this);
     ExprPtr l = parse_not();
     while (is_name("and")) {
+      nest.step();
       int line = t_[i_++].line;
       l = binary("and", std::move(l), parse_not(), line);
     }
@@ -365,6 +393,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Deeper nest(*this);
     if (is_name("not")) {
       auto u = node(Expr::Kind::Unary, t_[i_++].line);
       u->name = "not";
@@ -403,8 +432,10 @@ class Parser {
   }
 
   ExprPtr parse_math1() {
+    Deeper nest(*this);
     ExprPtr l = parse_concat();
     while (is_op("+") || is_op("-")) {
+      nest.step();
       const Token& t = t_[i_++];
       l = binary(t.text, std::move(l), parse_concat(), t.line);
     }
@@ -412,8 +443,10 @@ class Parser {
   }
 
   ExprPtr parse_concat() {
+    Deeper nest(*this);
     ExprPtr l = parse_math2();
     while (is_op("~")) {
+      nest.step();
       int line = t_[i_++].line;
       l = binary("~", std::move(l), parse_math2(), line);
     }
@@ -421,8 +454,10 @@ class Parser {
   }
 
   ExprPtr parse_math2() {
+    Deeper nest(*this);
     ExprPtr l = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
+      nest.step();
       const Token& t = t_[i_++];
       if (t.text == "%" && l->kind == Expr::Kind::Literal && l->value.is_string())
         fail_at(t.line, "unsupported: printf-style '%' string formatting");
@@ -432,8 +467,10 @@ class Parser {
   }
 
   ExprPtr parse_pow() {
+    Deeper nest(*this);
     ExprPtr l = parse_unary(true);
     while (is_op("**")) {
+      nest.step();
       int line = t_[i_++].line;
       l = binary("**", std::move(l), parse_unary(true), line);
     }
@@ -441,6 +478,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Deeper nest(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
       auto u = node(Expr::Kind::Unary, cur().line);
@@ -453,6 +491,7 @@ class Parser {
     e = parse_postfix(std::move(e));
     if (!with_filter) return e;
     while (true) {
+      nest.step();
       if (accept_op("|")) {
         e = parse_filter(std::move(e));
       } else if (is_name("is")) {
@@ -548,7 +587,9 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
+    Deeper nest(*this);
     while (true) {
+      nest.step();
       if (is_op(".")) {
         int line = t_[i_++].line;
         if (cur().type == TT::Int) {

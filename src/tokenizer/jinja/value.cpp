@@ -1,5 +1,6 @@
 #include "tokenizer/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -120,30 +121,55 @@ static std::string repr_string(const std::string& s) {
   return out;
 }
 
-std::string Value::repr() const {
-  switch (type) {
-    case Type::String: return repr_string(s);
-    case Type::List: {
-      std::string out = tuple ? "(" : "[";
-      for (size_t k = 0; k < list->size(); ++k) {
-        if (k) out += ", ";
-        out += (*list)[k].repr();
-      }
-      if (tuple && list->size() == 1) out += ",";
-      return out + (tuple ? ")" : "]");
-    }
-    case Type::Dict: {
-      std::string out = dict->is_namespace ? "<Namespace {" : "{";
-      bool first = true;
-      for (auto& [k, v] : dict->items) {
-        if (!first) out += ", ";
-        first = false;
-        out += repr_string(k) + ": " + v.repr();
-      }
-      return out + (dict->is_namespace ? "}>" : "}");
-    }
-    default: return str();
+namespace {
+
+// Containers can hold themselves ({% set ns.x = ns %}, l.append(l)). Python prints a container
+// met again inside itself as [...] or {...}; `open` holds the ones being printed.
+void repr_into(const Value& v, std::string& out, std::vector<const void*>& open) {
+  using T = Value::Type;
+  if (v.type != T::List && v.type != T::Dict) {
+    out += v.type == T::String ? repr_string(v.s) : v.str();
+    return;
   }
+  const void* id = v.type == T::List ? static_cast<const void*>(v.list.get()) : static_cast<const void*>(v.dict.get());
+  if (std::find(open.begin(), open.end(), id) != open.end()) {
+    out += v.type == T::List ? (v.tuple ? "(...)" : "[...]") : v.dict->is_namespace ? "<Namespace {...}>" : "{...}";
+    return;
+  }
+  open.push_back(id);
+  if (v.type == T::List) {
+    out += v.tuple ? "(" : "[";
+    for (size_t k = 0; k < v.list->size(); ++k) {
+      if (k) out += ", ";
+      repr_into((*v.list)[k], out, open);
+    }
+    if (v.tuple && v.list->size() == 1) out += ",";
+    out += v.tuple ? ")" : "]";
+  } else {
+    out += v.dict->is_namespace ? "<Namespace {" : "{";
+    bool first = true;
+    for (auto& [k, x] : v.dict->items) {
+      if (!first) out += ", ";
+      first = false;
+      out += repr_string(k) + ": ";
+      repr_into(x, out, open);
+    }
+    out += v.dict->is_namespace ? "}>" : "}";
+  }
+  open.pop_back();
+}
+
+// Comparisons recurse into containers; a container that holds itself would recurse forever.
+// Python raises RecursionError there; so do we, before the stack runs out.
+constexpr int kMaxCompareDepth = 512;
+
+}  // namespace
+
+std::string Value::repr() const {
+  std::string out;
+  std::vector<const void*> open;
+  repr_into(*this, out, open);
+  return out;
 }
 
 std::string Value::str() const {
@@ -159,8 +185,13 @@ std::string Value::str() const {
   }
 }
 
-bool equals(const Value& a, const Value& b) {
+static bool equals_at(const Value& a, const Value& b, int depth);
+
+bool equals(const Value& a, const Value& b) { return equals_at(a, b, 0); }
+
+static bool equals_at(const Value& a, const Value& b, int depth) {
   using T = Value::Type;
+  if (depth > kMaxCompareDepth) throw TypeError("maximum recursion depth exceeded in comparison");
   if (a.is_number() && b.is_number()) {
     if (a.type != T::Float && b.type != T::Float) return a.as_int() == b.as_int();
     return a.as_double() == b.as_double();
@@ -173,7 +204,7 @@ bool equals(const Value& a, const Value& b) {
     case T::List: {
       if (a.list->size() != b.list->size()) return false;
       for (size_t k = 0; k < a.list->size(); ++k)
-        if (!equals((*a.list)[k], (*b.list)[k])) return false;
+        if (!equals_at((*a.list)[k], (*b.list)[k], depth + 1)) return false;
       return true;
     }
     case T::Dict: {
@@ -182,7 +213,7 @@ bool equals(const Value& a, const Value& b) {
       if (a.dict->items.size() != b.dict->items.size()) return false;
       for (auto& [k, v] : a.dict->items) {
         auto* o = b.dict->find(k);
-        if (!o || !equals(v, *o)) return false;
+        if (!o || !equals_at(v, *o, depth + 1)) return false;
       }
       return true;
     }
@@ -191,7 +222,12 @@ bool equals(const Value& a, const Value& b) {
   }
 }
 
-bool less(const Value& a, const Value& b) {
+static bool less_at(const Value& a, const Value& b, int depth);
+
+bool less(const Value& a, const Value& b) { return less_at(a, b, 0); }
+
+static bool less_at(const Value& a, const Value& b, int depth) {
+  if (depth > kMaxCompareDepth) throw TypeError("maximum recursion depth exceeded in comparison");
   if (a.is_number() && b.is_number()) {
     if (!a.is_float() && !b.is_float()) return a.as_int() < b.as_int();
     return a.as_double() < b.as_double();
@@ -200,7 +236,7 @@ bool less(const Value& a, const Value& b) {
   if (a.is_list() && b.is_list()) {
     auto &x = *a.list, &y = *b.list;
     for (size_t k = 0; k < x.size() && k < y.size(); ++k) {
-      if (!equals(x[k], y[k])) return less(x[k], y[k]);
+      if (!equals_at(x[k], y[k], depth + 1)) return less_at(x[k], y[k], depth + 1);
     }
     return x.size() < y.size();
   }

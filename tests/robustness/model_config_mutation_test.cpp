@@ -1,0 +1,43 @@
+// Mutated config.json files of the tiny fixture models, loaded with their real weights on the
+// CPU: each load is accepted (and then runs a few tokens) or refused with an error naming the
+// file or field; no other exception, failed invariant or crash.
+#include <gtest/gtest.h>
+
+#include "core/mapped_file.h"
+#include "json_mutator.h"
+#include "limits.h"
+#include "outcome.h"
+#include "tiny_model.h"
+
+using namespace portllm;
+using namespace portllm::robustness;
+namespace fs = std::filesystem;
+
+namespace {
+constexpr int kMutantsPerModel = 120;
+}  // namespace
+
+TEST(Robustness, MutatedModelConfigs) {
+  cap_address_space();
+  Tally tally;
+  uint64_t seed = 1;
+  for (const auto& entry : fs::directory_iterator(fs::path(PORTLLM_TEST_DATA) / "models")) {
+    const fs::path src = entry.path();
+    if (!fs::exists(src / "config.json")) continue;
+    ASSERT_NO_THROW(load_and_run(src.string())) << src;
+    ScratchDir dir("portllm_config_mutants_" + src.filename().string());
+    for (const auto& f : fs::directory_iterator(src))
+      if (f.path().extension() == ".safetensors") fs::create_symlink(f.path(), dir.path / f.path().filename());
+    const auto config = nlohmann::json::parse(read_text_file((src / "config.json").string()));
+    for (int i = 0; i < mutants(kMutantsPerModel); ++i) {
+      JsonMutator m(seed++);
+      dir.write("config.json", dump(m.mutate(config, 1 + i % 3), 1));
+      tally.run([&] { load_and_run(dir.path.string()); }, dir.path.string(), src.filename().string() + "\n" + m.log());
+    }
+  }
+  EXPECT_TRUE(tally.findings.empty()) << tally.report();
+  // The mutations must reach both sides of the contract, or the test checks nothing.
+  EXPECT_GT(tally.accepted, 50) << tally.report();
+  EXPECT_GT(tally.refused, 50) << tally.report();
+  std::printf("%s", tally.report().c_str());
+}
