@@ -49,15 +49,15 @@ void run_single(Engine& engine, const Options& o, SamplingParams p) {
     p.max_tokens = int(std::max<int64_t>(1, engine.max_model_len() - int64_t(ids.size())));
   in.params = p;
   const bool stream = p.n == 1;
-  if (engine.has_tokenizer() && stream) {
-    std::fputs(engine.tokenizer().decode(ids, true).c_str(), stdout);
-    std::fflush(stdout);
-  }
   std::mutex mu;
   std::condition_variable cv;
   int left = p.n;
   std::vector<std::string> texts(size_t(p.n));
   std::vector<std::string> reasons(size_t(p.n));
+  // The prompt is echoed once the engine has accepted the request (an invalid one prints only
+  // its error); holding `mu` meanwhile keeps the first tokens, which the engine thread delivers
+  // through the callback, behind it.
+  std::unique_lock<std::mutex> lk(mu);
   engine.add_request(in, [&](const RequestOutput& out) {
     std::lock_guard<std::mutex> lk(mu);
     if (stream) {
@@ -75,7 +75,10 @@ void run_single(Engine& engine, const Options& o, SamplingParams p) {
       cv.notify_all();
     }
   });
-  std::unique_lock<std::mutex> lk(mu);
+  if (engine.has_tokenizer() && stream) {
+    std::fputs(engine.tokenizer().decode(ids, true).c_str(), stdout);
+    std::fflush(stdout);
+  }
   cv.wait(lk, [&] { return left == 0; });
   if (stream) {
     std::fputs("\n", stdout);

@@ -35,6 +35,12 @@ EngineImpl::~EngineImpl() { shutdown(); }
 
 void EngineImpl::load(const EngineConfig& cfg) {
   if (cfg.max_num_seqs < 1) PL_THROW("--max-num-seqs must be >= 1, got {}", cfg.max_num_seqs);
+  // 0 means "the default" for these; a negative value is a mistake, not a default.
+  if (cfg.max_model_len < 0) PL_THROW("--max-model-len must be >= 1 (or 0 for the model's), got {}", cfg.max_model_len);
+  if (cfg.num_kv_blocks < 0) PL_THROW("--num-kv-blocks must be >= 1 (or 0 to size the cache), got {}", cfg.num_kv_blocks);
+  if (cfg.page_size < 0) PL_THROW("--block-size must be >= 1 (or 0 for the backend's), got {}", cfg.page_size);
+  // Each thread is a pool worker started here: 100,000 of them would take minutes to start.
+  if (cfg.threads < 0 || cfg.threads > 1024) PL_THROW("--threads must be in [1, 1024] (or 0 for all cores), got {}", cfg.threads);
   if (cfg.threads > 0) ThreadPool::set_global_threads(cfg.threads);
   register_builtin_backends();
   device_ = BackendRegistry::instance().device(cfg.device);
@@ -61,7 +67,7 @@ void EngineImpl::load(const EngineConfig& cfg) {
   if (tokenizer_)
     for (int32_t id : tokenizer_->eos_ids()) add_eos(id);
 
-  const int64_t max_pos = mc.max_position_embeddings > 0 ? mc.max_position_embeddings : 4096;
+  const int64_t max_pos = mc.max_position_embeddings;  // config.cpp: in [1, 2^24]
   max_model_len_ = cfg.max_model_len > 0 ? cfg.max_model_len : max_pos;
   if (max_model_len_ > max_pos)
     PL_THROW("--max-model-len {} exceeds the model's max_position_embeddings ({})", max_model_len_, max_pos);

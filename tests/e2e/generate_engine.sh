@@ -55,4 +55,14 @@ if "$BIN" bench latency --batch-size 1 --input-len 8 --output-len 2 --async-sche
   echo "FAIL: contradictory --async-scheduling flags accepted"; exit 1
 fi
 grep -q "contradict each other" "$TMP/lc.txt" || { cat "$TMP/lc.txt"; echo "FAIL: no clear error for contradictory flags"; exit 1; }
+# Bad options: one error line naming the option, exit 1, nothing echoed before it (the prompt is
+# printed only once the request is accepted).
+for bad in "--max-model-len -5|--max-model-len must be" "--num-kv-blocks -3|--num-kv-blocks must be" \
+           "--block-size -1|--block-size must be" "--threads 100000|--threads must be" \
+           "--dtype q4|--dtype 'q4'" "--temperature -1|temperature must be"; do
+  args=${bad%%|*}; want=${bad#*|}
+  rc=0; "$BIN" generate --max-tokens 4 $args > "$TMP/bad.txt" 2>&1 || rc=$?
+  [ "$rc" = 1 ] && [ "$(head -c 6 "$TMP/bad.txt")" = "error:" ] && grep -qF -- "$want" "$TMP/bad.txt" ||
+    { cat "$TMP/bad.txt"; echo "FAIL: '$args' gave rc=$rc without a clear error"; exit 1; }
+done
 echo "generate_engine: ok"
