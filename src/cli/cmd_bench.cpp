@@ -2,6 +2,7 @@
 // `vllm bench latency/throughput`. The throughput default is nano-vllm's workload: 256 sequences,
 // input and output lengths uniform in [100, 1024], random token ids, ignore_eos, seeded.
 // (`bench serve`, the HTTP client benchmark, is added by the server.)
+#include <climits>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -247,11 +248,11 @@ void add_bench_command(CLI::App& app) {
   auto lo = std::make_shared<LatencyOptions>();
   auto* lat = bench->add_subcommand("latency", "time to first token and per-token latency of one batch");
   add_engine_options(lat, lo->engine);
-  lat->add_option("--batch-size", lo->batch_size, "requests per batch")->capture_default_str();
-  lat->add_option("--input-len", lo->input_len, "prompt tokens per request")->capture_default_str();
-  lat->add_option("--output-len", lo->output_len, "output tokens per request")->capture_default_str();
-  lat->add_option("--num-iters", lo->iters, "measured iterations")->capture_default_str();
-  lat->add_option("--num-iters-warmup", lo->warmup, "warm-up iterations")->capture_default_str();
+  lat->add_option("--batch-size", lo->batch_size, "requests per batch")->capture_default_str()->check(CLI::Range(1, INT_MAX));
+  lat->add_option("--input-len", lo->input_len, "prompt tokens per request")->capture_default_str()->check(CLI::Range(1, INT_MAX));
+  lat->add_option("--output-len", lo->output_len, "output tokens per request")->capture_default_str()->check(CLI::Range(1, INT_MAX));
+  lat->add_option("--num-iters", lo->iters, "measured iterations")->capture_default_str()->check(CLI::Range(1, INT_MAX));
+  lat->add_option("--num-iters-warmup", lo->warmup, "warm-up iterations")->capture_default_str()->check(CLI::Range(0, INT_MAX));
   lat->add_option("--seed", lo->seed, "workload (and dummy weight) seed");
   lat->add_flag("--json", lo->json, "print the results as JSON");
   lat->callback([lo] { run_latency(*lo); });
@@ -259,7 +260,7 @@ void add_bench_command(CLI::App& app) {
   auto to = std::make_shared<ThroughputOptions>();
   auto* thr = bench->add_subcommand("throughput", "offline throughput on random prompts (nano-vllm workload by default)");
   add_engine_options(thr, to->engine);
-  thr->add_option("--num-prompts", to->num_prompts, "requests")->capture_default_str();
+  thr->add_option("--num-prompts", to->num_prompts, "requests")->capture_default_str()->check(CLI::Range(1, INT_MAX));
   thr->add_option("--input-len", to->input_len, "prompt tokens: N or LO:HI (uniform)")->capture_default_str();
   thr->add_option("--output-len", to->output_len, "output tokens: N or LO:HI (uniform)")->capture_default_str();
   thr->add_option("--shared-prefix-len", to->shared_prefix_len, "tokens of one common prefix before every prompt (prefix-cache workload)");

@@ -2,6 +2,7 @@
 // vLLM's `vllm bench serve` / SGLang's bench_serving: random prompts (token ids) of fixed or
 // random lengths, arrivals as a Poisson process (gamma intervals with --burstiness), optional
 // concurrency cap, streaming /v1/completions so TTFT, TPOT and ITL are measured per request.
+#include <climits>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -173,11 +174,11 @@ void add_bench_serve_subcommand(CLI::App* bench) {
   auto o = std::make_shared<BenchServeOptions>();
   auto* s = bench->add_subcommand("serve", "online benchmark of an OpenAI-compatible server (streaming /v1/completions)");
   s->add_option("--host", o->addr.host, "server host")->capture_default_str();
-  s->add_option("--port", o->addr.port, "server port")->capture_default_str();
+  s->add_option("--port", o->addr.port, "server port")->capture_default_str()->check(CLI::Range(1, 65535));
   s->add_option("--api-key", o->addr.api_key, "API key (Authorization: Bearer)");
   s->add_option("--model", o->model, "model name (default: the server's first model)");
   s->add_option("--endpoint", o->endpoint, "completions path")->capture_default_str();
-  s->add_option("--num-prompts", o->num_prompts, "requests sent")->capture_default_str();
+  s->add_option("--num-prompts", o->num_prompts, "requests sent")->capture_default_str()->check(CLI::Range(1, INT_MAX));
   s->add_option("--request-rate", o->request_rate, "requests per second (Poisson arrivals); inf: all at once")->capture_default_str();
   s->add_option("--burstiness", o->burstiness, "gamma shape of the arrival intervals (1: Poisson; <1 burstier)")->capture_default_str();
   s->add_option("--max-concurrency", o->max_concurrency, "requests in flight at most (0: no cap)")->capture_default_str();

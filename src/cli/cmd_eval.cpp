@@ -2,6 +2,7 @@
 // of SGLang's few_shot_gsm8k (data/gsm8k/README.md): shots are the first k test questions with
 // their answers, each question is a raw completion at temperature 0 (max 512 tokens, stop at
 // "Question" / "Assistant:" / "<|separator|>"), and the answer is the last number in the output.
+#include <climits>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -92,7 +93,6 @@ std::string gsm8k_extract_answer(const std::string& text) {
 namespace {
 
 void run_gsm8k(const EvalOptions& o) {
-  if (o.num_questions < 1 || o.parallel < 1 || o.num_shots < 0) PL_THROW("--num-questions and --parallel must be >= 1, --num-shots >= 0");
   const std::string path = o.data.empty() ? default_data() : o.data;
   std::vector<Item> items = read_jsonl(path);
   if (items.size() < size_t(std::max(o.num_questions, o.num_shots)))
@@ -166,13 +166,13 @@ void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
   auto* g = eval->add_subcommand("gsm8k", "GSM8K few-shot accuracy (SGLang's few_shot_gsm8k method)");
   g->add_option("--host", o->addr.host, "server host")->capture_default_str();
-  g->add_option("--port", o->addr.port, "server port")->capture_default_str();
+  g->add_option("--port", o->addr.port, "server port")->capture_default_str()->check(CLI::Range(1, 65535));
   g->add_option("--api-key", o->addr.api_key, "API key (Authorization: Bearer)");
   g->add_option("--model", o->model, "model name (default: the server's first model)");
-  g->add_option("--num-questions", o->num_questions, "questions evaluated (the first N of the data)")->capture_default_str();
-  g->add_option("--parallel", o->parallel, "requests in flight")->capture_default_str();
-  g->add_option("--num-shots", o->num_shots, "solved examples before each question")->capture_default_str();
-  g->add_option("--max-tokens", o->max_tokens, "max new tokens per answer")->capture_default_str();
+  g->add_option("--num-questions", o->num_questions, "questions evaluated (the first N of the data)")->capture_default_str()->check(CLI::Range(1, INT_MAX));
+  g->add_option("--parallel", o->parallel, "requests in flight")->capture_default_str()->check(CLI::Range(1, INT_MAX));
+  g->add_option("--num-shots", o->num_shots, "solved examples before each question")->capture_default_str()->check(CLI::Range(0, INT_MAX));
+  g->add_option("--max-tokens", o->max_tokens, "max new tokens per answer")->capture_default_str()->check(CLI::Range(1, INT_MAX));
   g->add_option("--data", o->data, "GSM8K test.jsonl (default: data/gsm8k/test.jsonl of portllm)");
   g->add_option("--output", o->output, "where the outputs are written (jsonl)")->capture_default_str();
   g->callback([o] { run_gsm8k(*o); });

@@ -53,7 +53,17 @@ std::shared_ptr<Device> device_for(const Options& o) {
   return open_device(m);
 }
 
+// -p as a regex; a malformed one is an error naming the option, not std::regex_error's text.
+std::regex compile_pattern(const std::string& p) {
+  try {
+    return std::regex(p.empty() ? ".*" : p);
+  } catch (const std::regex_error& e) {
+    PL_THROW("-p/--pattern '{}' is not a valid regular expression: {}", p, e.what());
+  }
+}
+
 int run_test(const Options& o) {
+  compile_pattern(o.pattern);
   auto dev = device_for(o);
   conformance::RunOptions ro;
   ro.op = o.op;
@@ -140,8 +150,11 @@ double seconds_per_call(Device& dev, bool cold, const std::function<void()>& onc
 }
 
 int run_perf(const Options& o) {
+  if (!o.op.empty() && !op_from_name(o.op)) PL_THROW("ops perf: unknown op '{}'", o.op);
+  const std::regex pattern = compile_pattern(o.pattern);
   auto dev = device_for(o);
   auto dtypes = parse_dtypes(o.dtypes);
+  int timed = 0;
   std::printf("%-16s %-30s %-76s %10s %8s %8s\n", "op", "kernel", "case", "us/call", "GB/s", "TFLOP/s");
   for (int oi = 0; oi < int(Op::COUNT); ++oi) {
     const Op op = Op(oi);
@@ -160,7 +173,7 @@ int run_perf(const Options& o) {
       for (auto& c : cases) {
         const std::string case_name = c.name + " act=" + dtype_name(dt);
         auto wanted = [&](const KernelInfo* k) {
-          return o.pattern.empty() || std::regex_search(k->name + " " + case_name, std::regex(o.pattern));
+          return std::regex_search(k->name + " " + case_name, pattern);
         };
         const auto kernels = KernelRegistry::instance().kernels(op, dev->kind());
         if (std::none_of(kernels.begin(), kernels.end(), wanted)) continue;
@@ -182,10 +195,12 @@ int run_perf(const Options& o) {
           std::printf("%-16s %-30s %-76s %10.1f %s %s\n", op_name(op), k->name.c_str(), case_name.c_str(), sec * 1e6, rate(c.bytes, 1e9).c_str(),
                       rate(c.flops, 1e12).c_str());
           std::fflush(stdout);
+          ++timed;
         }
       }
     }
   }
+  if (timed == 0) PL_THROW("ops perf: no kernel matched (backend {}, op '{}', pattern '{}')", dev->name(), o.op, o.pattern);
   return 0;
 }
 

@@ -116,7 +116,7 @@ void add_serve_command(CLI::App& app) {
   add_engine_options(cmd, o->engine);
   auto& s = o->server;
   cmd->add_option("--host", s.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", s.port, "port to listen on (0: any free port)")->capture_default_str();
+  cmd->add_option("--port", s.port, "port to listen on (0: any free port)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--served-model-name", s.served_model_name, "model name in the API (default: the model directory's name)");
   cmd->add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' on the API routes (/health and /metrics stay public)");
   cmd->add_option("--max-request-bytes", s.max_request_bytes, "largest accepted request body (413 above)")->capture_default_str();

@@ -65,4 +65,11 @@ for bad in "--max-model-len -5|--max-model-len must be" "--num-kv-blocks -3|--nu
   [ "$rc" = 1 ] && [ "$(head -c 6 "$TMP/bad.txt")" = "error:" ] && grep -qF -- "$want" "$TMP/bad.txt" ||
     { cat "$TMP/bad.txt"; echo "FAIL: '$args' gave rc=$rc without a clear error"; exit 1; }
 done
+# Counts that must be positive are refused when parsing the options, naming the option.
+for args in "bench throughput --num-prompts 0" "bench latency --batch-size -1" "serve --port 99999"; do
+  rc=0; "$BIN" $args > "$TMP/bad.txt" 2>&1 || rc=$?
+  opt=$(grep -o -- '--[a-z-]*' <<<"$args")
+  [ "$rc" != 0 ] && grep -qF -- "$opt: Value" "$TMP/bad.txt" && grep -q "not in range" "$TMP/bad.txt" ||
+    { cat "$TMP/bad.txt"; echo "FAIL: '$args' gave rc=$rc without a clear error"; exit 1; }
+done
 echo "generate_engine: ok"

@@ -9,6 +9,12 @@ echo "$out" | tail -3
 [ $rc -eq 0 ] || { echo "FAIL: ops test exited $rc"; exit 1; }
 grep -qE "ops test on cpu: [0-9]+ passed, 0 failed" <<<"$out" || { echo "FAIL: no summary"; exit 1; }
 if "$bin" ops test -o NO_SUCH_OP >/dev/null 2>&1; then echo "FAIL: unknown op accepted"; exit 1; fi
+# ops perf refuses what selects nothing, and a malformed -p names the option.
+for args in "-o NO_SUCH_OP" "-o RMS_NORM -p no-such-kernel" "-p ("; do
+  err=$("$bin" ops perf -b cpu $args 2>&1) && { echo "FAIL: ops perf $args accepted"; exit 1; }
+  grep -Eq "^error: (ops perf: unknown op|ops perf: no kernel matched|-p/--pattern)" <<<"$err" ||
+    { echo "$err"; echo "FAIL: ops perf $args: no clear error"; exit 1; }
+done
 "$bin" ops support --format md | grep -q "| MATMUL |" || { echo "FAIL: support table"; exit 1; }
 perf=$("$bin" ops perf -b cpu -o RMS_NORM --dtypes f32 --cold -p "^cpu.rms_norm k norm T=1 " 2>&1) ||
   { echo "$perf"; echo "FAIL: ops perf --cold"; exit 1; }
