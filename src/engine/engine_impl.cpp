@@ -137,7 +137,9 @@ void EngineImpl::validate(const std::vector<int32_t>& prompt, const SamplingPara
   for (size_t i = 0; i < prompt.size(); ++i)
     if (prompt[i] < 0 || prompt[i] >= V)
       PL_THROW("prompt token id {} (position {}) is outside the vocabulary (0..{})", prompt[i], i, V - 1);
-  if (p.n < 1) PL_THROW("n must be >= 1, got {}", p.n);
+  // Each sample is a sequence with its own sampler state, made here: a bound keeps a stray n
+  // from allocating millions of them (the server allows 128, as vLLM's default max).
+  if (p.n < 1 || p.n > 1024) PL_THROW("n must be in [1, 1024], got {}", p.n);
   if (p.max_tokens < 1) PL_THROW("max_tokens must be >= 1, got {}", p.max_tokens);
   if (p.min_tokens < 0 || p.min_tokens > p.max_tokens)
     PL_THROW("min_tokens must be in [0, max_tokens={}], got {}", p.max_tokens, p.min_tokens);

@@ -65,6 +65,18 @@ for bad in "--max-model-len -5|--max-model-len must be" "--num-kv-blocks -3|--nu
   [ "$rc" = 1 ] && [ "$(head -c 6 "$TMP/bad.txt")" = "error:" ] && grep -qF -- "$want" "$TMP/bad.txt" ||
     { cat "$TMP/bad.txt"; echo "FAIL: '$args' gave rc=$rc without a clear error"; exit 1; }
 done
+# Batch lines with fields of the wrong kind or range: an error naming file, line and field (n as
+# 1e30 was a std::vector length_error; 3.7 max_tokens and a list as logit_bias passed silently).
+for line in '{"prompt": "hi", "n": 1e30}|field '"'"'n'"'"' must be an integer' \
+            '{"prompt": "hi", "max_tokens": 3.7}|field '"'"'max_tokens'"'"' must be an integer' \
+            '{"prompt": "hi", "logit_bias": [1, 2]}|field '"'"'logit_bias'"'"' must be an object' \
+            '{"prompt": "hi", "seed": -5}|field '"'"'seed'"'"' must be an integer'; do
+  printf '%s\n' "${line%%|*}" > "$TMP/bad.jsonl"
+  rc=0; "$BIN" generate --input "$TMP/bad.jsonl" --output "$TMP/bad.out" > "$TMP/bad.txt" 2>&1 || rc=$?
+  [ "$rc" = 1 ] && grep -qF -- "bad.jsonl:1: ${line#*|}" "$TMP/bad.txt" ||
+    { cat "$TMP/bad.txt"; echo "FAIL: batch line ${line%%|*}: rc=$rc without a clear error"; exit 1; }
+done
+
 # Counts that must be positive are refused when parsing the options, naming the option.
 for args in "bench throughput --num-prompts 0" "bench latency --batch-size -1" "serve --port 99999"; do
   rc=0; "$BIN" $args > "$TMP/bad.txt" 2>&1 || rc=$?

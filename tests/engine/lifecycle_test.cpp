@@ -121,6 +121,8 @@ TEST(EngineLifecycle, InvalidRequestsAreRejected) {
   bad = greedy({1, 2}, 5);
   bad.params.n = 0;
   expect_error(bad, "n must be");
+  bad.params.n = 1025;
+  expect_error(bad, "n must be in [1, 1024]");
   bad = greedy({1, 2}, 5);
   bad.params.max_tokens = 0;
   expect_error(bad, "max_tokens");
