@@ -67,11 +67,14 @@ void EngineImpl::load(const EngineConfig& cfg) {
   if (tokenizer_)
     for (int32_t id : tokenizer_->eos_ids()) add_eos(id);
 
-  const int64_t max_pos = mc.max_position_embeddings;  // config.cpp: in [1, 2^24]
+  // The RoPE table covers max_served_positions (max_position_embeddings up to 2^18): positions
+  // past it would read beyond the table.
+  const int64_t max_pos = mc.max_served_positions();
   max_model_len_ = cfg.max_model_len > 0 ? cfg.max_model_len : max_pos;
+  if (max_model_len_ > mc.max_position_embeddings)
+    PL_THROW("--max-model-len {} exceeds the model's max_position_embeddings ({})", max_model_len_, mc.max_position_embeddings);
   if (max_model_len_ > max_pos)
-    PL_THROW("--max-model-len {} exceeds the model's max_position_embeddings ({})", max_model_len_, max_pos);
-  if (max_model_len_ > INT_MAX / 2) PL_THROW("--max-model-len {} is too large", max_model_len_);
+    PL_THROW("--max-model-len {} exceeds the {} positions portllm serves", max_model_len_, max_pos);
 
   const auto spec = model_->cache_spec();
   const bool recurrent = has_recurrent_layers(spec);

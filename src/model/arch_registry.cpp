@@ -57,9 +57,12 @@ std::unique_ptr<Model> load_model(const ModelLoadOptions& opts, OpContext& ctx) 
   // checkpoints, f32 for f32 ones such as stories260K).
   // --dtype overrides that on GPUs (f32 activations separate bf16 rounding from kernel bugs).
   // Checked on every device, so a typo is caught on the CPU too, where it has no effect.
-  const auto forced = opts.dtype == "auto" ? std::nullopt : dtype_from_name(opts.dtype);
-  if (opts.dtype != "auto" && !(forced && (*forced == DType::F32 || *forced == DType::BF16 || *forced == DType::F16)))
-    PL_THROW("--dtype '{}': expected auto, f32, bf16 or f16", opts.dtype);
+  std::optional<DType> forced;
+  if (opts.dtype != "auto") {
+    forced = dtype_from_name(opts.dtype);
+    if (!forced || !(*forced == DType::F32 || *forced == DType::BF16 || *forced == DType::F16))
+      PL_THROW("--dtype '{}': expected auto, f32, bf16 or f16", opts.dtype);
+  }
   if (ctx.device->kind() != DeviceKind::CPU) {
     ctx.act_dtype = (cfg.dtype == DType::F32 || cfg.dtype == DType::F16) ? cfg.dtype : DType::BF16;
     if (forced) ctx.act_dtype = *forced;

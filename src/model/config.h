@@ -2,6 +2,7 @@
 // for architecture-specific keys. Reads both rope dialects (rope_theta + rope_scaling, and
 // rope_parameters) and multimodal wrappers that nest the language model under text_config.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,6 +42,10 @@ struct ModelConfig {
   int64_t hidden_size = 0, intermediate_size = 0, num_layers = 0;
   int64_t num_heads = 0, num_kv_heads = 0, head_dim = 0, vocab_size = 0;
   int64_t max_position_embeddings = 0;
+  // Positions the engine serves: the RoPE table has this many rows and --max-model-len may not
+  // exceed it. 2^18 covers the native context of every supported family (Qwen3.5's 262144).
+  static constexpr int64_t kMaxServedPositions = int64_t(1) << 18;
+  int64_t max_served_positions() const { return std::min(max_position_embeddings, kMaxServedPositions); }
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;

@@ -146,6 +146,12 @@ std::optional<Tensor> WeightLoader::load_optional(const std::string& name, const
   return load(name, shape, shard);
 }
 
+Tensor WeightLoader::derived(const std::string& key, const std::function<Tensor()>& make) {
+  auto it = derived_.find(key);
+  if (it != derived_.end()) return it->second;
+  return derived_[key] = make();
+}
+
 void WeightLoader::finish() const {
   if (dummy_) return;
   for (const auto& name : ckpt_->names()) {

@@ -4,6 +4,8 @@
 // --load-format dummy fills the same tensors with seeded random values from config.json alone.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -49,6 +51,9 @@ class WeightLoader {
   // Host view (CPU) of a checkpoint tensor, for weights the model transforms before upload.
   Tensor load_host(const std::string& name, const std::vector<int64_t>& shape,
                    std::optional<DType> dummy_dtype = std::nullopt);
+  // A device tensor computed from the config rather than read (the RoPE table): made by `make`
+  // on the first call for `key`, then the same tensor for every layer that asks.
+  Tensor derived(const std::string& key, const std::function<Tensor()>& make);
   // Whether linear layer `prefix` is fp8-quantized (checkpoint dtype, or config for dummy).
   bool is_fp8_linear(const std::string& prefix) const;
 
@@ -70,6 +75,7 @@ class WeightLoader {
   bool dummy_ = false;
   std::optional<Checkpoint> ckpt_;
   std::set<std::string> consumed_;
+  std::map<std::string, Tensor> derived_;
   std::vector<std::string> ignored_;
   int64_t ignore_layers_from_ = -1;
 };

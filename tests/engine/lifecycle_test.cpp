@@ -194,7 +194,9 @@ TEST(EngineLifecycle, HeldIntakeStartsNothingUntilReleased) {
     IntakeHold hold(*e);
     for (int i = 0; i < 3; ++i) col.submit(*e, greedy(prompts[size_t(i)], 20));
     const uint64_t aborted = e->add_request(greedy(prompts[3], 20), [&](const RequestOutput& o) {
-      if (o.finished) EXPECT_EQ(o.finish_reason, FinishReason::Abort);
+      if (o.finished) {
+        EXPECT_EQ(o.finish_reason, FinishReason::Abort);
+      }
       ++updates;
     });
     e->abort(aborted);

@@ -213,3 +213,26 @@ TEST(Loader, ShardSpecGivesEachRankItsSlice) {
     }
   EXPECT_THROW(w.load(name, {64, 160}, ShardSpec{1, 0, 3}), Error);  // 160 is not divisible by 3
 }
+
+// The RoPE table is made once per model (WeightLoader::derived), not once per layer. On the CPU
+// dummy weights stay in their host buffers; what a layer allocates on the device is its merged
+// projections (qkv 4096 x 1024 and gate_up 6144 x 1024, bf16), and the model one table
+// (40960 x 128 f32) besides. Per layer, Qwen3-8B's table was 21 MB of device memory each, and its
+// host computation most of a dummy load.
+TEST(Loader, RopeTableIsSharedByTheLayers) {
+  auto allocated_with = [](int layers) {
+    OpContext ctx(cpu());
+    ModelLoadOptions o;
+    o.path = std::string(PORTLLM_TEST_DATA) + "/configs/Qwen3-0.6B";
+    o.load_format = "dummy";
+    o.num_layers_override = layers;
+    const size_t before = ctx.device->memory_stats().allocated;
+    auto model = load_model(o, ctx);
+    return int64_t(ctx.device->memory_stats().allocated - before);
+  };
+  const int64_t merged = 2 * (4096 + 6144) * 1024, table = int64_t(40960) * 128 * 4;
+  const int64_t one = allocated_with(1), two = allocated_with(2), three = allocated_with(3);
+  EXPECT_EQ(one, merged + table);
+  EXPECT_EQ(two - one, merged);
+  EXPECT_EQ(three - two, merged);
+}

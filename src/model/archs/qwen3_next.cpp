@@ -104,7 +104,6 @@ class Qwen3NextModel final : public Model {
     if (rot_dim <= 0 || rot_dim % 2 || rot_dim > cfg.head_dim)
       PL_THROW("{}: partial_rotary_factor {} gives rotary dim {} for head_dim {}", cfg.source,
                cfg.rope.partial_rotary_factor, rot_dim, cfg.head_dim);
-    Tensor cos_sin;
     embed_ = w.load(root + "embed_tokens.weight", {cfg.vocab_size, H});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = root + "layers." + std::to_string(l) + ".";
@@ -113,8 +112,7 @@ class Qwen3NextModel final : public Model {
       if (L.linear) {
         L.gdn = GatedDeltaNet::load(w, p + "linear_attn", cfg, fused_qkvz);
       } else {
-        if (!cos_sin.defined()) cos_sin = upload_rope_table(ctx, cfg.rope, rot_dim, cfg.max_position_embeddings);
-        L.attn = GatedAttention::load(w, p + "self_attn", cfg, cos_sin, rot_dim);
+        L.attn = GatedAttention::load(w, p + "self_attn", cfg, rope_table(w, rot_dim), rot_dim);
       }
       const bool sparse = spec.num_experts > 0 && sparse_step > 0 && (l + 1) % sparse_step == 0 &&
                           std::find(mlp_only.begin(), mlp_only.end(), l) == mlp_only.end();

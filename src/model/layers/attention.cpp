@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "model/rope.h"
 #include "ops/ops.h"
 
@@ -17,9 +19,11 @@ Tensor heads_view(const Tensor& t2d, int64_t col0, int64_t heads, int64_t dim) {
   return r;
 }
 
-Tensor upload_rope_table(OpContext& ctx, const RopeConfig& rope, int rot_dim, int64_t max_pos) {
-  // Positions beyond 128k are not served; keep the table bounded.
-  return ctx.device->upload(rope_cos_sin_table(rope, rot_dim, std::min<int64_t>(max_pos, 1 << 17)));
+Tensor rope_table(WeightLoader& w, int rot_dim) {
+  const ModelConfig& cfg = w.config();
+  return w.derived(fmt::format("rope_cos_sin/{}", rot_dim), [&] {
+    return w.device().upload(rope_cos_sin_table(cfg.rope, rot_dim, cfg.max_served_positions()));
+  });
 }
 
 QkNormRopeKvWriteArgs prepare_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& q_norm,
@@ -104,7 +108,7 @@ AttentionBlock AttentionBlock::load(WeightLoader& w, OpContext& ctx, const std::
     a.k_norm = w.load(p + ".k_norm.weight", {a.head_dim});
   }
   a.rot_dim = int(double(a.head_dim) * cfg.rope.partial_rotary_factor);
-  a.cos_sin = upload_rope_table(ctx, cfg.rope, a.rot_dim, cfg.max_position_embeddings);
+  a.cos_sin = rope_table(w, a.rot_dim);
   return a;
 }
 

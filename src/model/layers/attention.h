@@ -29,8 +29,9 @@ struct AttentionBlock {
   SublayerOut forward(OpContext& ctx, const ForwardBatch& b, LayerCache& cache, NormedInput& x) const;
 };
 
-// The rope table for a config on the device (shared by every layer that uses it).
-Tensor upload_rope_table(OpContext& ctx, const RopeConfig& rope, int rot_dim, int64_t max_pos);
+// The model's RoPE cos/sin table on the device, [max_served_positions, rot_dim] f32: computed
+// once per model load and shared by every layer with that rotary dim.
+Tensor rope_table(WeightLoader& w, int rot_dim);
 
 // Attention over the paged cache with this batch's metadata (shared by MLA and gated attention).
 void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, const Tensor& q,

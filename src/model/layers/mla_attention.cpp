@@ -112,7 +112,7 @@ MlaAttention MlaAttention::load(WeightLoader& w, OpContext& ctx, const std::stri
   a.kv_b = ctx.device->upload(kvb);
   ctx.device->synchronize();
 
-  a.cos_sin = upload_rope_table(ctx, cfg.rope, int(a.rope_dim), cfg.max_position_embeddings);
+  a.cos_sin = rope_table(w, int(a.rope_dim));
   double scale = 1.0 / std::sqrt(double(qk));
   if (mscale_in_softmax && cfg.rope.type == "yarn" && cfg.rope.mscale_all_dim && *cfg.rope.mscale_all_dim != 0) {
     const double m = yarn_get_mscale(cfg.rope.factor, *cfg.rope.mscale_all_dim);
