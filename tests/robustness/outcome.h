@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "core/error.h"
 
@@ -54,5 +55,15 @@ struct Tally {
     return s;
   }
 };
+
+// The verdict of a mutation test: no input handled outside the contract, and both sides of it
+// reached (at least min_accepted inputs accepted, min_refused refused), or the mutations checked
+// nothing. Prints the tally either way.
+inline void expect_contract(const Tally& t, int min_accepted, int min_refused) {
+  EXPECT_TRUE(t.findings.empty()) << t.report();
+  EXPECT_GE(t.accepted, min_accepted) << t.report();
+  EXPECT_GE(t.refused, min_refused) << t.report();
+  std::printf("%s", t.report().c_str());
+}
 
 }  // namespace portllm::robustness

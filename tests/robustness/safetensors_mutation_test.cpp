@@ -51,8 +51,5 @@ TEST(Robustness, MutatedSafetensorsHeaders) {
       tally.run([&] { load_and_run(dir.path.string()); }, dir.path.string(), std::string(model) + "\n" + m.log());
     }
   }
-  EXPECT_TRUE(tally.findings.empty()) << tally.report();
-  EXPECT_GT(tally.accepted, 2) << tally.report();  // most header mutations must break the file
-  EXPECT_GT(tally.refused, 50) << tally.report();
-  std::printf("%s", tally.report().c_str());
+  expect_contract(tally, 2, 200);  // most header mutations must break the file
 }
