@@ -22,14 +22,14 @@ struct LlamaLayer {
 
 class LlamaModel final : public PreNormDecoderModel<LlamaLayer> {
  public:
-  LlamaModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : PreNormDecoderModel(cfg) {
+  LlamaModel(const ModelConfig& cfg, WeightLoader& w) : PreNormDecoderModel(cfg) {
     const bool qkv_bias = cfg.architecture == "Qwen2ForCausalLM" || cfg.get_bool("attention_bias", false);
     const bool qk_norm = cfg.architecture == "Qwen3ForCausalLM";
     net_.embed = w.load("model.embed_tokens.weight", {cfg.vocab_size, cfg.hidden_size});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
       LlamaLayer L;
-      L.attn = AttentionBlock::load(w, ctx, p + "self_attn", cfg, qkv_bias, qk_norm);
+      L.attn = AttentionBlock::load(w, p + "self_attn", cfg, qkv_bias, qk_norm);
       L.mlp = GatedMlp::load(w, p + "mlp", cfg.hidden_size, cfg.intermediate_size);
       L.input_norm = w.load(p + "input_layernorm.weight", {cfg.hidden_size});
       L.post_norm = w.load(p + "post_attention_layernorm.weight", {cfg.hidden_size});
@@ -40,8 +40,8 @@ class LlamaModel final : public PreNormDecoderModel<LlamaLayer> {
   }
 };
 
-std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) {
-  return std::make_unique<LlamaModel>(cfg, w, ctx);
+std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext&) {
+  return std::make_unique<LlamaModel>(cfg, w);
 }
 
 }  // namespace

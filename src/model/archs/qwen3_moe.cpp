@@ -24,7 +24,7 @@ struct Qwen3MoeLayer {
 
 class Qwen3MoeModel final : public PreNormDecoderModel<Qwen3MoeLayer> {
  public:
-  Qwen3MoeModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : PreNormDecoderModel(cfg) {
+  Qwen3MoeModel(const ModelConfig& cfg, WeightLoader& w) : PreNormDecoderModel(cfg) {
     MoeSpec spec;
     spec.num_experts = cfg.get_int("num_experts");
     spec.top_k = cfg.get_int("num_experts_per_tok");
@@ -38,7 +38,7 @@ class Qwen3MoeModel final : public PreNormDecoderModel<Qwen3MoeLayer> {
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = "model.layers." + std::to_string(l) + ".";
       Qwen3MoeLayer L;
-      L.attn = AttentionBlock::load(w, ctx, p + "self_attn", cfg, cfg.attention_bias, /*qk_norm=*/true);
+      L.attn = AttentionBlock::load(w, p + "self_attn", cfg, cfg.attention_bias, /*qk_norm=*/true);
       const bool sparse = std::find(mlp_only.begin(), mlp_only.end(), l) == mlp_only.end() &&
                           spec.num_experts > 0 && sparse_step > 0 && (l + 1) % sparse_step == 0;
       L.ffn_block = FeedForward::load(w, p + "mlp", sparse, spec, cfg.intermediate_size);
@@ -51,8 +51,8 @@ class Qwen3MoeModel final : public PreNormDecoderModel<Qwen3MoeLayer> {
   }
 };
 
-std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) {
-  return std::make_unique<Qwen3MoeModel>(cfg, w, ctx);
+std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext&) {
+  return std::make_unique<Qwen3MoeModel>(cfg, w);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ struct HybridMoe {
 
 class Qwen3NextModel final : public Model {
  public:
-  Qwen3NextModel(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) : Model(cfg) {
+  Qwen3NextModel(const ModelConfig& cfg, WeightLoader& w) : Model(cfg) {
     const std::string& arch = cfg.architecture;
     const std::string root = is_wrapped(arch) ? "model.language_model." : "model.";
     w.ignore_prefix("mtp.");
@@ -178,8 +178,8 @@ class Qwen3NextModel final : public Model {
   LmHead lm_head_;
 };
 
-std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext& ctx) {
-  return std::make_unique<Qwen3NextModel>(cfg, w, ctx);
+std::unique_ptr<Model> make(const ModelConfig& cfg, WeightLoader& w, OpContext&) {
+  return std::make_unique<Qwen3NextModel>(cfg, w);
 }
 
 }  // namespace

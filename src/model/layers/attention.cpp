@@ -92,7 +92,7 @@ void paged_attention(OpContext& ctx, const ForwardBatch& b, const Tensor& out, c
   part(D, B - D, b.max_q_len, b.prefill_query_start_loc, b.host_prefill_query_start_loc.data());
 }
 
-AttentionBlock AttentionBlock::load(WeightLoader& w, OpContext& ctx, const std::string& p,
+AttentionBlock AttentionBlock::load(WeightLoader& w, const std::string& p,
                                     const ModelConfig& cfg, bool qkv_bias, bool qk_norm) {
   AttentionBlock a;
   a.num_heads = cfg.num_heads;

@@ -21,7 +21,7 @@ struct AttentionBlock {
   int rot_dim = 0;
   float scale = 1.f, eps = 1e-6f;
 
-  static AttentionBlock load(WeightLoader& w, OpContext& ctx, const std::string& prefix,
+  static AttentionBlock load(WeightLoader& w, const std::string& prefix,
                              const ModelConfig& cfg, bool qkv_bias, bool qk_norm);
   LayerCacheSpec cache_spec() const;
   // x: the [T, hidden] normalized input, unevaluated (the norm may run inside the qkv GEMV);
