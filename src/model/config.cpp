@@ -120,6 +120,7 @@ ModelConfig ModelConfig::from_json(const nlohmann::json& top, const std::string&
   c.source = src;
   // Multimodal wrappers keep the language model under text_config.
   const nlohmann::json* text = find(top, "text_config");
+  if (text && !text->is_object()) PL_THROW("{}: field 'text_config' must be an object, got {}", src, text->dump());
   c.raw = text ? *text : top;
   if (text) {
     for (auto& [k, v] : top.items())
@@ -188,6 +189,15 @@ bool ModelConfig::get_bool(const std::string& key, bool fallback) const {
 std::string ModelConfig::get_string(const std::string& key, const std::string& fallback) const {
   auto* v = find(raw, key);
   return v ? as_string(*v, source, key) : fallback;
+}
+
+int ModelConfig::rotary_dim() const {
+  // 65536 keeps the product an int (real rotary dims are 32 to 192).
+  const double r = double(head_dim) * rope.partial_rotary_factor;
+  if (!(r >= 2 && r <= double(head_dim) && r <= 65536) || int64_t(r) % 2 != 0)
+    PL_THROW("{}: partial_rotary_factor {} gives rotary dim {} for head_dim {} (needs an even dim in [2, head_dim])",
+             source, rope.partial_rotary_factor, r, head_dim);
+  return int(r);
 }
 
 std::vector<int64_t> ModelConfig::get_int_list(const std::string& key) const {

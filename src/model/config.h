@@ -46,6 +46,10 @@ struct ModelConfig {
   // exceed it. 2^18 covers the native context of every supported family (Qwen3.5's 262144).
   static constexpr int64_t kMaxServedPositions = int64_t(1) << 18;
   int64_t max_served_positions() const { return std::min(max_position_embeddings, kMaxServedPositions); }
+  // head_dim x partial_rotary_factor: the rotated leading dims of each q/k head. Throws, naming
+  // the fields, unless it is even and in [2, head_dim] (the RoPE kernels rotate pairs inside
+  // the head).
+  int rotary_dim() const;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;

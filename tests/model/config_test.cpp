@@ -83,6 +83,25 @@ TEST(Config, BadConfigsNameTheProblem) {
   EXPECT_NE(config_error("{" + base + R"(,"quantization_config":{"quant_method":"fp8","ignored_layers":[3]}})")
                 .find("'quantization_config.ignored_layers[0]' must be a string"), std::string::npos);
   EXPECT_NE(config_error("{" + base + R"(,"max_position_embeddings":4611686018427387904})").find("max_position_embeddings"), std::string::npos);
+  EXPECT_NE(config_error("{" + base + R"(,"text_config":[]})").find("'text_config' must be an object"), std::string::npos);
+}
+
+// The rotary dim is checked where it is derived: 3.5 x head_dim wrote past each head before, an
+// odd one (0.2 x 16 = 3) failed an invariant in the RoPE table.
+TEST(Config, RotaryDimMustFitTheHead) {
+  const std::string base = R"({"architectures":["LlamaForCausalLM"],"hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"vocab_size":10)";
+  auto rotary = [&](const std::string& extra) { return ModelConfig::from_json(nlohmann::json::parse(base + extra + "}"), "config.json").rotary_dim(); };
+  EXPECT_EQ(rotary(""), 16);
+  EXPECT_EQ(rotary(R"(,"partial_rotary_factor":0.5)"), 8);
+  EXPECT_EQ(rotary(R"(,"partial_rotary_factor":0.3)"), 4);  // int(4.8), as transformers truncates
+  for (const char* bad : {R"(,"partial_rotary_factor":3.5)", R"(,"partial_rotary_factor":0.2)", R"(,"partial_rotary_factor":0)"}) {
+    try {
+      rotary(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("partial_rotary_factor"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Rope, Llama3ScalingKeepsHighFrequenciesAndScalesLowOnes) {

@@ -34,6 +34,12 @@ class JsonMutator {
     return out;
   }
 
+  // Keys other documents of the same kind have (with a value they have there, as JSON text):
+  // a quarter of the mutations then add one to a random object of the document, with that
+  // value or a replacement, so fields the document lacks are tried too (a config without
+  // partial_rotary_factor meets one).
+  void set_donors(std::vector<std::pair<std::string, std::string>> donors) { donors_ = std::move(donors); }
+
   // What the last mutate() did, one "path: operation" per line, for failure messages.
   const std::string& log() const { return log_; }
   std::mt19937_64& rng() { return rng_; }
@@ -43,6 +49,7 @@ class JsonMutator {
 
   template <class J>
   void mutate_once(J& root) {
+    if (!donors_.empty() && pick(4) == 0) return add_donor(root);
     // Descend: parent and the key or index of the chosen child.
     J* node = &root;
     J* parent = nullptr;
@@ -118,8 +125,33 @@ class JsonMutator {
     }
   }
 
+  // Adds a donor key to an object found by the same descent as mutate_once (the root if none).
+  template <class J>
+  void add_donor(J& root) {
+    J* target = root.is_object() ? &root : nullptr;
+    std::string path, target_path;
+    J* node = &root;
+    while ((node->is_object() || node->is_array()) && !node->empty() && pick(3) != 0) {
+      auto it = node->begin();
+      const size_t index = pick(node->size());
+      std::advance(it, long(index));
+      path += "/" + (node->is_object() ? it.key() : std::to_string(index));
+      node = &*it;
+      if (node->is_object()) {
+        target = node;
+        target_path = path;
+      }
+    }
+    if (!target) return;
+    const auto& [key, value] = donors_[pick(donors_.size())];
+    J v = pick(2) ? J::parse(value) : replacement(root);
+    log_ += target_path + "/" + key + ": added " + dump(v).substr(0, 80) + "\n";
+    (*target)[key] = std::move(v);
+  }
+
   std::mt19937_64 rng_;
   std::string log_;
+  std::vector<std::pair<std::string, std::string>> donors_;
 };
 
 // Text-level mutations for inputs that are not JSON (chat templates): deletes, duplicates or

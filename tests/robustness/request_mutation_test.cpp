@@ -45,6 +45,16 @@ const char* kCompletionBody = R"({
   "logit_bias": {"3": 1.5}, "stream": false
 })";
 
+// The fields of both bodies, as donors: each endpoint also meets the other's fields.
+std::vector<std::pair<std::string, std::string>> request_fields() {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const char* body : {kChatBody, kCompletionBody}) {
+    const Json j = Json::parse(body);  // items() of a temporary would dangle
+    for (auto& [k, v] : j.items()) out.emplace_back(k, v.dump());
+  }
+  return out;
+}
+
 // Runs f; a 4xx ApiError counts as a refusal, any other status as a finding.
 template <class F>
 void run_request(Tally& tally, F&& f, const std::string& log) {
@@ -85,8 +95,10 @@ TEST(Robustness, MutatedChatRequests) {
   const Json body = Json::parse(kChatBody);
   ASSERT_NO_THROW(chat_route(tmpl, body.dump()));
   Tally tally;
+  const auto donors = request_fields();
   for (int i = 0; i < mutants(kMutants); ++i) {
     JsonMutator m(5000 + uint64_t(i));
+    m.set_donors(donors);
     const Json mutant = m.mutate(body, 1 + i % 3);
     run_request(tally, [&] { chat_route(tmpl, dump(mutant)); }, m.log());
   }
@@ -99,8 +111,10 @@ TEST(Robustness, MutatedCompletionRequests) {
   auto route = [](const std::string& text) { (void)server::parse_completion_request(server::parse_body(text), kVocab); };
   ASSERT_NO_THROW(route(body.dump()));
   Tally tally;
+  const auto donors = request_fields();
   for (int i = 0; i < mutants(kMutants); ++i) {
     JsonMutator m(9000 + uint64_t(i));
+    m.set_donors(donors);
     const Json mutant = m.mutate(body, 1 + i % 3);
     run_request(tally, [&] { route(dump(mutant)); }, m.log());
   }

@@ -100,10 +100,7 @@ class Qwen3NextModel final : public Model {
     const std::vector<int64_t> mlp_only = cfg.get_int_list("mlp_only_layers");
 
     const int64_t H = cfg.hidden_size;
-    const int rot_dim = int(double(cfg.head_dim) * cfg.rope.partial_rotary_factor);
-    if (rot_dim <= 0 || rot_dim % 2 || rot_dim > cfg.head_dim)
-      PL_THROW("{}: partial_rotary_factor {} gives rotary dim {} for head_dim {}", cfg.source,
-               cfg.rope.partial_rotary_factor, rot_dim, cfg.head_dim);
+    const int rot_dim = cfg.rotary_dim();
     embed_ = w.load(root + "embed_tokens.weight", {cfg.vocab_size, H});
     for (int64_t l = 0; l < cfg.num_layers; ++l) {
       const std::string p = root + "layers." + std::to_string(l) + ".";

@@ -107,7 +107,7 @@ AttentionBlock AttentionBlock::load(WeightLoader& w, const std::string& p,
     a.q_norm = w.load(p + ".q_norm.weight", {a.head_dim});
     a.k_norm = w.load(p + ".k_norm.weight", {a.head_dim});
   }
-  a.rot_dim = int(double(a.head_dim) * cfg.rope.partial_rotary_factor);
+  a.rot_dim = cfg.rotary_dim();
   a.cos_sin = rope_table(w, a.rot_dim);
   return a;
 }
