@@ -34,6 +34,28 @@ void encode_decode(const tok::Tokenizer& t) {
 
 nlohmann::json read_json(const fs::path& p) { return nlohmann::json::parse(read_text_file(p.string())); }
 
+// Donors: the pipeline components of every fixture tokenizer.json (a Llama 2 tokenizer meets
+// Qwen3's pre-tokenizer), and the fields of every tokenizer_config.json.
+struct Donors {
+  std::vector<std::pair<std::string, std::string>> tokenizer, config;
+};
+
+Donors donors(const fs::path& root) {
+  Donors d;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (fs::exists(e.path() / "tokenizer.json")) {
+      const auto tj = read_json(e.path() / "tokenizer.json");
+      for (const char* k : {"normalizer", "pre_tokenizer", "post_processor", "decoder"})
+        if (tj.contains(k)) d.tokenizer.emplace_back(k, tj[k].dump());
+    }
+    if (fs::exists(e.path() / "tokenizer_config.json")) {
+      const auto cfg = read_json(e.path() / "tokenizer_config.json");
+      for (auto& [k, v] : cfg.items()) d.config.emplace_back(k, v.dump());
+    }
+  }
+  return d;
+}
+
 }  // namespace
 
 TEST(Robustness, MutatedTokenizers) {
@@ -41,6 +63,7 @@ TEST(Robustness, MutatedTokenizers) {
   const fs::path root = fs::path(PORTLLM_TEST_DATA) / "tokenizers";
   Tally tally;
   uint64_t seed = 1000;
+  const Donors donor = donors(root);
   for (const auto& entry : fs::directory_iterator(root)) {
     const fs::path dir = entry.path();
     if (!fs::exists(dir / "tokenizer.json")) continue;
@@ -51,12 +74,14 @@ TEST(Robustness, MutatedTokenizers) {
     const std::string name = dir.filename().string();
     for (int i = 0; i < mutants(kMutantsPerFile); ++i) {
       JsonMutator m(seed++);
+      m.set_donors(donor.tokenizer);
       const nlohmann::json mutant = m.mutate(tj, 1 + i % 2);
       tally.run([&] { encode_decode(*tok::Tokenizer::from_json(mutant, cfg, kSource)); }, "tokenizer",
                 name + " tokenizer.json\n" + m.log());
     }
     for (int i = 0; i < mutants(kMutantsPerFile); ++i) {
       JsonMutator m(seed++);
+      m.set_donors(donor.config);
       const nlohmann::json mutant = m.mutate(cfg, 1 + i % 2);
       tally.run([&] { encode_decode(*tok::Tokenizer::from_json(tj, mutant, kSource)); }, "tokenizer",
                 name + " tokenizer_config.json\n" + m.log());
