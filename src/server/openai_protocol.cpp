@@ -167,6 +167,45 @@ std::vector<int32_t> parse_id_list(const Json& arr, int32_t vocab_size) {
   return ids;
 }
 
+// JSON text from the client (the body, a tool call's arguments) parsed, or a 400 naming `what`.
+// nlohmann parses iteratively, but copies, dumps and the chat template's conversion recurse: a
+// 32 MiB body of nested brackets would overflow a worker's stack. Real bodies (JSON schemas of
+// tools included) nest a few dozen levels; Python's json, behind vLLM, stops near 1000.
+Json parse_bounded(const std::string& text, const std::string& what, const std::string& param) {
+  static constexpr int kMaxDepth = 512;
+  auto depth_guard = [&](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) && depth >= kMaxDepth)
+      throw bad_request(fmt::format("{} nests deeper than {} levels", what, kMaxDepth), param);
+    return true;
+  };
+  try {
+    return Json::parse(text, depth_guard);
+  } catch (const ApiError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw bad_request(fmt::format("{} is not valid JSON: {}", what, e.what()), param);
+  }
+}
+
+// An assistant turn's tool_calls as templates expect them (vLLM's _postprocess_messages): each
+// function's arguments a mapping, parsed from the JSON string OpenAI clients send ("" or absent:
+// {}). Qwen3.6's template iterates them with |items and fails on a string.
+Json normalize_tool_calls(const Json& calls, size_t i) {
+  if (!calls.is_array()) throw bad_request(fmt::format("messages[{}].tool_calls must be an array", i), "messages");
+  Json out = Json::array();
+  for (size_t k = 0; k < calls.size(); ++k) {
+    Json call = calls[k];
+    const std::string where = fmt::format("messages[{}].tool_calls[{}]", i, k);
+    if (!call.is_object() || !call.contains("function") || !call["function"].is_object())
+      throw bad_request(where + " must be {\"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", "messages");
+    Json& args = call["function"]["arguments"];
+    if (args.is_null() || (args.is_string() && args.get<std::string>().empty())) args = Json::object();
+    else if (args.is_string()) args = parse_bounded(args.get<std::string>(), where + ".function.arguments", "messages");
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
 // Message content: a string, or an array of {"type": "text", "text": ...} parts (joined).
 Json normalize_content(const Json& content, size_t i) {
   if (content.is_null() || content.is_string()) return content;
@@ -183,23 +222,7 @@ Json normalize_content(const Json& content, size_t i) {
 }  // namespace
 
 Json parse_body(const std::string& body) {
-  // nlohmann parses iteratively, but copies, dumps and the chat template's conversion recurse:
-  // a 32 MiB body of nested brackets would overflow a worker's stack. Real bodies (JSON schemas
-  // of tools included) nest a few dozen levels; Python's json, behind vLLM, stops near 1000.
-  static constexpr int kMaxDepth = 512;
-  auto depth_guard = [](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) && depth >= kMaxDepth)
-      throw bad_request(fmt::format("the request body nests deeper than {} levels", kMaxDepth));
-    return true;
-  };
-  Json j;
-  try {
-    j = Json::parse(body, depth_guard);
-  } catch (const ApiError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw bad_request(fmt::format("the request body is not valid JSON: {}", e.what()));
-  }
+  Json j = parse_bounded(body, "the request body", "");
   if (!j.is_object()) throw bad_request("the request body must be a JSON object");
   return j;
 }
@@ -277,6 +300,10 @@ ChatRequest parse_chat_request(const Json& body, int32_t vocab_size) {
     // An assistant turn that only calls tools has content null; templates concatenate it as a
     // string (Qwen3's does), so it renders as "" as in vLLM, which joins the absent parts.
     out["content"] = content.is_null() ? Json("") : content;
+    if (rs == "assistant" && msg.contains("tool_calls") && !msg["tool_calls"].is_null()) {
+      out["tool_calls"] = normalize_tool_calls(msg["tool_calls"], i);
+      if (out["tool_calls"].empty()) out.erase("tool_calls");  // as vLLM: the plain assistant path
+    }
     r.messages.push_back(std::move(out));
   }
   if (const Json* tools = field(body, "tools")) {

@@ -4,6 +4,7 @@
 // in the route); nothing else, since any other exception is a 500 and a crash takes the server.
 #include <gtest/gtest.h>
 
+#include "core/mapped_file.h"
 #include "json_mutator.h"
 #include "limits.h"
 #include "outcome.h"
@@ -74,6 +75,19 @@ tok::ChatTemplate qwen3_template() {
   return tok::ChatTemplate::from_tokenizer_dir(std::string(PORTLLM_TEST_DATA) + "/tokenizers/qwen3");
 }
 
+// The templates the chat mutants are rendered with, in turn: Qwen3's, Qwen3.6's (tools,
+// reasoning, multimodal branches), DeepSeek-V3's and Llama 3's.
+std::vector<tok::ChatTemplate> chat_templates() {
+  const std::string data = PORTLLM_TEST_DATA;
+  std::vector<tok::ChatTemplate> out;
+  out.push_back(qwen3_template());
+  out.push_back(tok::ChatTemplate::from_string(read_text_file(data + "/jinja/qwen3_6/chat_template.jinja"), "",
+                                               "<|im_end|>", "qwen3_6"));
+  out.push_back(tok::ChatTemplate::from_tokenizer_dir(data + "/tokenizers/deepseek_v3"));
+  out.push_back(tok::ChatTemplate::from_tokenizer_dir(data + "/tokenizers/llama3"));
+  return out;
+}
+
 // What routes_chat.cpp does between the body and the tokenizer.
 void chat_route(const tok::ChatTemplate& tmpl, const std::string& text) {
   const server::ChatRequest req = server::parse_chat_request(server::parse_body(text), kVocab);
@@ -91,15 +105,16 @@ void chat_route(const tok::ChatTemplate& tmpl, const std::string& text) {
 
 TEST(Robustness, MutatedChatRequests) {
   cap_address_space();
-  const tok::ChatTemplate tmpl = qwen3_template();
+  const std::vector<tok::ChatTemplate> templates = chat_templates();
   const Json body = Json::parse(kChatBody);
-  ASSERT_NO_THROW(chat_route(tmpl, body.dump()));
+  for (const auto& t : templates) ASSERT_NO_THROW(chat_route(t, body.dump())) << t.source().substr(0, 80);
   Tally tally;
   const auto donors = request_fields();
   for (int i = 0; i < mutants(kMutants); ++i) {
     JsonMutator m(5000 + uint64_t(i));
     m.set_donors(donors);
     const Json mutant = m.mutate(body, 1 + i % 3);
+    const tok::ChatTemplate& tmpl = templates[size_t(i) % templates.size()];
     run_request(tally, [&] { chat_route(tmpl, dump(mutant)); }, m.log());
   }
   expect_contract(tally, 200, 1000);

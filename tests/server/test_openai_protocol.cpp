@@ -157,6 +157,17 @@ TEST(OpenAIProtocol, ChatMessagesAndTools) {
   auto tc = parse_chat_request(J(R"({"messages": [{"role": "user", "content": "q"},
       {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}]})"), kVocab);
   EXPECT_EQ(tc.messages[1]["content"], "");
+  // Tool-call arguments reach the template as a mapping, parsed from the JSON string clients
+  // send (vLLM's _postprocess_messages; Qwen3.6's template iterates them with |items).
+  EXPECT_EQ(tc.messages[1]["tool_calls"][0]["function"]["arguments"], Json::object());
+  auto args = parse_chat_request(J(R"({"messages": [{"role": "user", "content": "q"},
+      {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"city\": \"Paris\", \"days\": [1, 2]}"}}]},
+      {"role": "assistant", "content": "x", "tool_calls": []}]})"), kVocab);
+  EXPECT_EQ(args.messages[1]["tool_calls"][0]["function"]["arguments"], J(R"({"city": "Paris", "days": [1, 2]})"));
+  EXPECT_FALSE(args.messages[2].contains("tool_calls"));  // an empty list takes the plain assistant path
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{oops"}}]}]})"), "messages");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "assistant", "tool_calls": ["f"]}]})"), "messages");
+  EXPECT_EQ(chat_error(R"({"messages": [{"role": "assistant", "tool_calls": {"function": {}}}]})"), "messages");
 }
 
 TEST(OpenAIProtocol, ChatRejects) {
