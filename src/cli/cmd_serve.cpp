@@ -121,7 +121,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--api-key", s.api_key, "require 'Authorization: Bearer KEY' on the API routes (/health and /metrics stay public)");
   cmd->add_option("--max-request-bytes", s.max_request_bytes, "largest accepted request body (413 above)")->capture_default_str();
   cmd->add_option("--chat-template", o->chat_template, "chat template: a file (.jinja, or chat_template.json) or the template text");
-  cmd->add_option("--tool-call-parser", s.tool_call_parser, "auto | qwen | deepseek_v3 | none")->capture_default_str();
+  cmd->add_option("--tool-call-parser", s.tool_call_parser, "auto | qwen | qwen3_coder | deepseek_v3 | none")->capture_default_str();
   cmd->add_option("--reasoning-parser", s.reasoning_parser, "auto | qwen3 | deepseek_r1 | none (split <think> blocks into reasoning_content)")->capture_default_str();
   cmd->add_option("--http-threads", s.http_threads, "HTTP worker threads (each running stream holds one)")->capture_default_str();
   cmd->add_option("--tp-size,--tensor-parallel-size", o->tp_size, "tensor parallel size (only 1 is supported now)")->capture_default_str();

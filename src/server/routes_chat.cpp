@@ -136,7 +136,7 @@ void handle(ServerState& st, const httplib::Request& http_req, httplib::Response
   for (auto& c : *choices) {
     if (st.reasoning && !forcing) c.reasoning = std::make_unique<ReasoningParser>(in_reasoning);
     if (use_tools) {
-      c.tools = make_tool_parser(st.tool_parser);
+      c.tools = make_tool_parser(st.tool_parser, req.tools);
       c.tools->push(forced);
     }
   }
