@@ -11,6 +11,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/mapped_file.h"
 #include "fake_engine.h"
 #include "server/http_server.h"
 #include "server/listen_backlog.h"
@@ -237,6 +238,34 @@ TEST(HttpServer, ChatToolCalls) {
   ASSERT_EQ(r->status, 200) << r->body;
   c = Json::parse(r->body)["choices"][0];
   EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Rome\"}");
+}
+
+// Qwen3.6's template (given as --chat-template): the tool-call parser is detected from it
+// (qwen3_coder), a history whose tool call carries its arguments as a JSON string renders (a
+// 400 before: the template iterates them with |items), and the XML-like call the model writes
+// comes back as a tool call with arguments typed by the request's schema.
+TEST(HttpServer, ChatToolCallsWithQwen36Template) {
+  server::ServerConfig cfg;
+  cfg.chat_template = read_text_file(std::string(PORTLLM_TEST_DATA) + "/jinja/qwen3_6/chat_template.jinja");
+  Harness h(cfg);
+  h.engine->script = "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+                     "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>";
+  const std::string body = R"({"messages": [{"role": "user", "content": "Weather in Rome?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\", \"days\": 1}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "18 C"},
+      {"role": "user", "content": "And Paris for 3 days?"}],
+      "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]})";
+  auto r = h.post("/v1/chat/completions", body);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Json c = Json::parse(r->body)["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "tool_calls");
+  ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << r->body;
+  EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(c["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\":\"Paris\",\"days\":3}");
+  const std::string prompt = h.engine->tokenizer().decode(h.engine->received().back().prompt_ids, false);
+  EXPECT_NE(prompt.find("<parameter=city>\nRome\n</parameter>"), std::string::npos) << prompt;
 }
 
 TEST(HttpServer, ClientErrorsAreEnvelopes) {
