@@ -20,8 +20,9 @@
 // round trip (one per tile before).
 // S = Q K^T and O += P V run as in the tensor-core prefill kernel (online softmax in base 2 on the
 // accumulator fragments). At the end the W warps' (max, sum, output) are merged through shared
-// memory. With an fp8 cache at head dim 128 a second form, opt-in until measured, takes the query
-// heads as the MMAs' N dimension instead (8 per block; attention_decode_heads_n.cuh).
+// memory. With an fp8 cache at head dim 128 a second form, the default since the forty-third
+// session's H200 run, takes the query heads as the MMAs' N dimension instead (8 per block;
+// attention_decode_heads_n.cuh; 16-bit caches opt in with PORTLLM_ATTN_HEADS_N=1).
 //
 // 8 warps at small batches: a 256-key split is 16 tiles, which 4 warps with 2 buffers each take
 // in two rounds of cache reads and 8 in one. H200, same binary, 4 against 8 warps (`ops perf
@@ -793,7 +794,7 @@ void attn_decode_mma(const AttentionArgs& a, Stream& s) {
   const std::shared_ptr<void> ws = decode_partials(p, B, s);
   const gpuStream_t st = native_stream(s);
   const int stages = large_stages(blocks, caps);
-  const bool hn = p.Dk == 128 && p.group <= 8 && heads_as_n();
+  const bool hn = p.Dk == 128 && p.group <= 8 && heads_as_n(fp8);
   auto go = [&](auto tag, auto ctag) {
     using T = typename decltype(tag)::type;
     using TC = typename decltype(ctag)::type;

@@ -14,7 +14,7 @@ bool early_tiles();         // small batches copy their first tiles before the w
 int early_trigger_keys();   // contexts up to which the successor launches right after the wait
 int split_blocks_per_cu();  // blocks per compute unit the 4-warp form's splits aim at
 int small_batch_warps();    // warps per block at small batches: 8, or 4 when forced
-bool heads_as_n();          // head dim 128, up to 8 heads per KV head: the query heads as the MMAs' N dimension
+bool heads_as_n(bool fp8_cache);  // head dim 128, up to 8 heads per KV head: the query heads as the MMAs' N dimension
 // Whether the grid follows the longest-first work order, for a launch of `blocks` blocks.
 bool follow_work_order(int blocks, const DeviceCaps& caps);
 // Tile buffers per warp of the large-batch fp8 form, for a launch of `blocks` blocks.
