@@ -2,9 +2,9 @@
 // the warp's fragment layouts of mma.sync m16n8k16, ldmatrix(.trans) and movmatrix as the PTX ISA
 // documents them, driven by the kernel's index expressions (which key and head dim each lane's
 // fragment slot holds, the e4m3 chunk swizzle, the byte permutes, the output store map), against
-// a double-precision softmax. It checks the layout algebra of a form written without a GPU; the
-// conformance suite on a GPU (`ops test -b cuda -o ATTN_DECODE` with PORTLLM_ATTN_HEADS_N=1) is
-// the check of the kernel itself. Values are exact in f32 here (no f16 / e4m3 rounding: an e4m3
+// a double-precision softmax. It checks the layout algebra of a form first written without a GPU;
+// the conformance suite on a GPU (`ops test -b cuda -o ATTN_DECODE`, which passed with the form on
+// the H200 in the forty-third session) is the check of the kernel itself. Values are exact in f32 here (no f16 / e4m3 rounding: an e4m3
 // byte b stands for (b - 128) / 32), so a wrong slot shows as an error of order 1.
 //   g++ -O2 -std=c++20 scripts/heads_n_emulation.cpp -o /tmp/heads_n && /tmp/heads_n
 #include <algorithm>

@@ -103,37 +103,38 @@ void chat_route(const tok::ChatTemplate& tmpl, const std::string& text) {
 
 }  // namespace
 
+// Runs `route(i, body text)` on kMutants mutants of `body` (seeds from `seed0`), each with 1-3
+// mutations and the donors of both endpoints, and returns the tally.
+template <class Route>
+Tally mutate_requests(const Json& body, uint64_t seed0, Route&& route) {
+  Tally tally;
+  const auto donors = request_fields();
+  for (int i = 0; i < mutants(kMutants); ++i) {
+    JsonMutator m(seed0 + uint64_t(i));
+    m.set_donors(donors);
+    const Json mutant = m.mutate(body, 1 + i % 3);
+    run_request(tally, [&] { route(i, dump(mutant)); }, m.log());
+  }
+  return tally;
+}
+
 TEST(Robustness, MutatedChatRequests) {
   cap_address_space();
   const std::vector<tok::ChatTemplate> templates = chat_templates();
   const Json body = Json::parse(kChatBody);
   for (const auto& t : templates) ASSERT_NO_THROW(chat_route(t, body.dump())) << t.source().substr(0, 80);
-  Tally tally;
-  const auto donors = request_fields();
-  for (int i = 0; i < mutants(kMutants); ++i) {
-    JsonMutator m(5000 + uint64_t(i));
-    m.set_donors(donors);
-    const Json mutant = m.mutate(body, 1 + i % 3);
-    const tok::ChatTemplate& tmpl = templates[size_t(i) % templates.size()];
-    run_request(tally, [&] { chat_route(tmpl, dump(mutant)); }, m.log());
-  }
+  const Tally tally = mutate_requests(body, 5000, [&](int i, const std::string& text) {
+    chat_route(templates[size_t(i) % templates.size()], text);  // the templates in turn
+  });
   expect_contract(tally, 200, 1000);
 }
 
 TEST(Robustness, MutatedCompletionRequests) {
   cap_address_space();
   const Json body = Json::parse(kCompletionBody);
-  auto route = [](const std::string& text) { (void)server::parse_completion_request(server::parse_body(text), kVocab); };
-  ASSERT_NO_THROW(route(body.dump()));
-  Tally tally;
-  const auto donors = request_fields();
-  for (int i = 0; i < mutants(kMutants); ++i) {
-    JsonMutator m(9000 + uint64_t(i));
-    m.set_donors(donors);
-    const Json mutant = m.mutate(body, 1 + i % 3);
-    run_request(tally, [&] { route(dump(mutant)); }, m.log());
-  }
-  expect_contract(tally, 200, 1000);
+  auto route = [](int, const std::string& text) { (void)server::parse_completion_request(server::parse_body(text), kVocab); };
+  ASSERT_NO_THROW(route(0, body.dump()));
+  expect_contract(mutate_requests(body, 9000, route), 200, 1000);
 }
 
 // Bodies nested 100,000 levels deep (a few hundred kB, inside the default request size limit):

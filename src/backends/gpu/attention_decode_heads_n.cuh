@@ -1,5 +1,5 @@
-// The heads-as-N form of the tensor-core decode attention (attention_decode_mma.cu, kHN; opt-in
-// PORTLLM_ATTN_HEADS_N=1): head dim 128, up to 8 query heads per KV head, fp8 (e4m3) or 16-bit
+// The heads-as-N form of the tensor-core decode attention (attention_decode_mma.cu, kHN; the
+// default for fp8 caches, opt-in for 16-bit ones: heads_as_n() in attention_decode_mma_policy.cpp): head dim 128, up to 8 query heads per KV head, fp8 (e4m3) or 16-bit
 // cache. S^T = K Q^T and O^T += V^T P^T, the keys and head dims as the MMAs' M rows and the query
 // heads as their 8 columns. The row form fills 4 of 16 rows with Qwen3-8B's 4 heads per KV head,
 // this one 4 of 8 columns: per 16-key tile 8 + 8 MMAs instead of 16 + 16, 4 exponentials per lane
