@@ -69,6 +69,10 @@ class Device {
 
   virtual Stream& stream() = 0;                       // the main stream
   virtual Stream* aux_stream() { return nullptr; }    // optional; callers run sequentially if null
+  // Optional; host->device copies of inputs built ahead of the main stream that reads them
+  // (backend/ahead_upload.h), kept apart from the auxiliary stream so that they never queue behind
+  // its downloads. Callers upload on the main stream if null.
+  virtual Stream* upload_stream() { return nullptr; }
   virtual std::unique_ptr<Event> create_event() = 0;
   virtual void synchronize() = 0;
 

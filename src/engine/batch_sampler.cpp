@@ -38,7 +38,10 @@ void append_sample_adjustments(const SampleRow& row, std::vector<int32_t>& e) {
     for (const auto& [id, c] : st.penalties.output_counts) e.insert(e.end(), {id, kAdjCount, c});
 }
 
-BatchSampler::BatchSampler(OpContext& ctx) : ctx_(ctx), params_(*ctx.device, 2), ids_(*ctx.device, 3) {}
+BatchSampler::BatchSampler(OpContext& ctx)
+    : ctx_(ctx), params_(*ctx.device, 2), ids_(*ctx.device, 3), ahead_(*ctx.device, *ctx.stream, 2) {
+  if (ahead_.enabled() && ctx.device->aux_stream()) sampled_ = ctx.device->create_event();
+}
 
 PendingSample BatchSampler::launch(const Tensor& logits, std::span<const SampleRow> rows) {
   PendingSample p;
@@ -83,8 +86,12 @@ PendingSample BatchSampler::launch(const Tensor& logits, std::span<const SampleR
   const int64_t n_adj = int64_t(entries.size()) / kSampleAdjWords;
   first_entry[size_t(B)] = int32_t(n_adj);
   const size_t head = size_t(B) * kSampleParamWords + first_entry.size(), words = head + entries.size();
-  const StagingBuffer up = params_.acquire(words * sizeof(int32_t));
-  int32_t* w = static_cast<int32_t*>(up.data);
+  const bool ahead = !host && ahead_.enabled();
+  StagingBuffer up;
+  AheadUpload::Slot slot;
+  if (ahead) slot = ahead_.next(words * sizeof(int32_t));
+  else up = params_.acquire(words * sizeof(int32_t));
+  int32_t* w = static_cast<int32_t*>(ahead ? slot.host : up.data);
   for (int64_t i = 0; i < B; ++i) {
     const SampleRow& row = rows[size_t(i)];
     SampleRowParams rp;
@@ -103,11 +110,14 @@ PendingSample BatchSampler::launch(const Tensor& logits, std::span<const SampleR
   Tensor all;
   if (host) {
     all = Tensor::view_of(w, DType::I32, {int64_t(words)});  // the op reads the staging buffer in place
+  } else if (ahead) {
+    ahead_.commit(words * sizeof(int32_t));
+    all = Tensor::view_of(slot.device, DType::I32, {int64_t(words)}, logits.device, logits.device_index, slot.owner);
   } else {
     all = dev.empty(DType::I32, {int64_t(words)});
     dev.copy_to_device(all.data, w, words * sizeof(int32_t), ctx_.stream);
   }
-  up.done->record(*ctx_.stream);
+  if (!ahead) up.done->record(*ctx_.stream);
   SampleArgs a;
   a.out = ctx_.empty(DType::I32, {B});
   a.logits = logits;
@@ -117,11 +127,18 @@ PendingSample BatchSampler::launch(const Tensor& logits, std::span<const SampleR
     a.adj = all.slice(0, B * (kSampleParamWords + 1) + 1, n_adj * kSampleAdjWords).reshape({n_adj, kSampleAdjWords});
   }
   ops::sample(ctx_, a);
+  if (ahead) ahead_.release();
   p.ids = a.out;
   if (!host) {
     p.ids_host = ids_.acquire(size_t(B) * sizeof(int32_t));
-    dev.copy_to_host(p.ids_host.data, p.ids.data, size_t(B) * sizeof(int32_t), ctx_.stream);
-    p.ids_host.done->record(*ctx_.stream);
+    Stream* down = ctx_.stream;
+    if (sampled_) {  // the download waits for the op on the auxiliary stream; the main stream goes on
+      down = dev.aux_stream();
+      sampled_->record(*ctx_.stream);
+      sampled_->wait(*down);
+    }
+    dev.copy_to_host(p.ids_host.data, p.ids.data, size_t(B) * sizeof(int32_t), down);
+    p.ids_host.done->record(*down);
   }
   return p;
 }

@@ -4,9 +4,11 @@
 // want logprobs take the host sampler (sample_token) on host copies of just their logits.
 // On the CPU the logits are host memory and nothing is copied.
 #pragma once
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "backend/ahead_upload.h"
 #include "backend/host_staging.h"
 #include "engine/sampler.h"
 #include "ops/op_args_sample.h"
@@ -55,6 +57,11 @@ class BatchSampler {
   OpContext& ctx_;
   HostStaging params_;  // the op's parameters, uploaded
   HostStaging ids_;     // its ids, downloaded; three, as two steps may be in flight
+  // Where the device has an upload stream: the parameters go up on it ahead of the main stream,
+  // and the ids come down on the auxiliary stream after `sampled_`, so that neither copy sits on
+  // the main stream between the op and the next step (backend/ahead_upload.h).
+  AheadUpload ahead_;
+  std::unique_ptr<Event> sampled_;
 };
 
 // The SAMPLE op's inputs for rows sampled there: the row's parameters and its adjustment

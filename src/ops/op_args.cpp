@@ -112,5 +112,6 @@ OpDesc AttentionArgs::desc(Op op) const {
 
 OpDesc ArgmaxArgs::desc() const { return make(Op::ARGMAX, x.dtype); }
 OpDesc SoftmaxArgs::desc() const { return make(Op::SOFTMAX, x.dtype); }
+OpDesc TokenFeedArgs::desc() const { return make(Op::TOKEN_FEED, DType::I32); }
 
 }  // namespace portllm

@@ -235,4 +235,17 @@ struct SoftmaxArgs {
   OpDesc desc() const;
 };
 
+// A decode step's packed i32 inputs (runtime/decode_graphs.h) from the copy staged for them in
+// device memory, with token ids fed from the sampled ids of the step before (async scheduling):
+// out = staged, then for i < n with 0 <= rows[i] < R, out[ids_offset + i] = sampled[rows[i]].
+// One launch instead of a staged copy plus a copy per run of fed rows. All contiguous.
+struct TokenFeedArgs {
+  Tensor out;              // [N] i32
+  Tensor staged;           // [N] i32
+  Tensor rows;             // [n] i32: token i's row in `sampled`, or -1 to keep the staged id
+  Tensor sampled;          // [R] i32; undefined when nothing is fed
+  int64_t ids_offset = 0;  // token i's id is out[ids_offset + i]; ids_offset + n <= N
+  OpDesc desc() const;
+};
+
 }  // namespace portllm

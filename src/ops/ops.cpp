@@ -112,4 +112,15 @@ void softmax(OpContext& ctx, const Tensor& out, const Tensor& x) {
   run(ctx, a.desc(), a);
 }
 
+void token_feed(OpContext& ctx, const TokenFeedArgs& a) {
+  auto i32 = [](const Tensor& t) { return t.dtype == DType::I32 && t.ndim == 1 && t.is_contiguous(); };
+  PL_CHECK(i32(a.out) && i32(a.staged) && a.staged.numel() == a.out.numel() && i32(a.rows) &&
+               (!a.sampled.defined() || i32(a.sampled)) && a.ids_offset >= 0 &&
+               a.ids_offset + a.rows.numel() <= a.out.numel(),
+           "token_feed: expected contiguous i32 out [N], staged [N], rows [n], sampled [R] with ids_offset + n <= N; got "
+           "out {}, staged {}, rows {}, ids_offset {}",
+           a.out.shape_str(), a.staged.shape_str(), a.rows.shape_str(), a.ids_offset);
+  run(ctx, a.desc(), a);
+}
+
 }  // namespace portllm::ops

@@ -63,5 +63,6 @@ void attention(OpContext& ctx, const AttentionArgs& args);  // ATTN_DECODE when 
 std::vector<int32_t> longest_first(const int32_t* lens, int n);
 void argmax(OpContext& ctx, const Tensor& out, const Tensor& x);
 void softmax(OpContext& ctx, const Tensor& out, const Tensor& x);
+void token_feed(OpContext& ctx, const TokenFeedArgs& args);
 
 }  // namespace portllm::ops

@@ -40,7 +40,8 @@ DecodeGraphs::DecodeGraphs(Model& model, OpContext& ctx, KvCache& cache, std::ve
       cache_(cache),
       sizes_(std::move(sizes)),
       max_model_len_(max_model_len),
-      staging_(*ctx.device, 2) {
+      staging_(*ctx.device, 2),
+      ahead_(*ctx.device, *ctx.stream, 2) {
   std::sort(sizes_.begin(), sizes_.end());
   sizes_.erase(std::unique(sizes_.begin(), sizes_.end()), sizes_.end());
   PL_CHECK(!sizes_.empty() && sizes_.front() >= 1, "--cuda-graph-bs: sizes must be >= 1");
@@ -95,13 +96,8 @@ ForwardBatch DecodeGraphs::batch_for(int size) const {
   return b;
 }
 
-// Host image of the inputs for `work` padded to `size` sequences, then one upload of the prefix
-// the size uses.
-void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
+void DecodeGraphs::fill_host(const std::vector<SeqWork>& work, int size, int32_t* h) const {
   const int64_t page = cache_.config().page_size;
-  const size_t used = lay_.tables + size_t(size) * size_t(max_blocks_);
-  const StagingBuffer buf = staging_.acquire(used * 4);
-  int32_t* h = static_cast<int32_t*>(buf.data);
   std::fill(h, h + lay_.tables, 0);  // the per-sequence arrays past `size` are uploaded but never read
   for (int i = 0; i < size; ++i) {
     const bool real = i < int(work.size());
@@ -138,8 +134,41 @@ void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
   // Padding rows (context 1) sort last.
   const std::vector<int32_t> order = ops::longest_first(h + lay_.lens, size);
   std::copy(order.begin(), order.end(), h + lay_.order);
-  ctx_.device->copy_to_device(inputs_.data, h, used * 4, ctx_.stream);
+}
+
+void DecodeGraphs::fill(const std::vector<SeqWork>& work, int size) {
+  const size_t used = words_used(size);
+  const StagingBuffer buf = staging_.acquire(used * 4);
+  fill_host(work, size, static_cast<int32_t*>(buf.data));
+  ctx_.device->copy_to_device(inputs_.data, buf.data, used * 4, ctx_.stream);
   buf.done->record(*ctx_.stream);
+}
+
+// The staged words are the inputs followed by `size` feed rows (-1: keep the staged id).
+void DecodeGraphs::fill_ahead(const std::vector<SeqWork>& work, int size, const DeviceTokenFeed* feed) {
+  const size_t used = words_used(size), words = used + size_t(size);
+  const AheadUpload::Slot slot = ahead_.next(words * 4);
+  int32_t* h = static_cast<int32_t*>(slot.host);
+  fill_host(work, size, h);
+  const int64_t R = feed && feed->ids.defined() ? feed->ids.numel() : 0;
+  for (int i = 0; i < size; ++i) {
+    const int r = feed && i < int(feed->src_rows.size()) ? feed->src_rows[size_t(i)] : -1;
+    PL_CHECK(r < R, "token feed: row {} reads id {} of {}", i, r, R);  // as apply_token_feed checks
+    h[used + size_t(i)] = r;
+  }
+  ahead_.commit(words * 4);
+  auto view = [&](void* base, size_t off, size_t n) {
+    return Tensor::view_of(static_cast<int32_t*>(base) + off, DType::I32, {int64_t(n)}, inputs_.device,
+                           inputs_.device_index, base == slot.device ? slot.owner : inputs_.owner);
+  };
+  TokenFeedArgs a;
+  a.out = view(inputs_.data, 0, used);
+  a.staged = view(slot.device, 0, used);
+  a.rows = view(slot.device, used, size_t(size));
+  if (feed && feed->ids.defined()) a.sampled = feed->ids;
+  a.ids_offset = int64_t(lay_.ids);
+  ops::token_feed(ctx_, a);
+  ahead_.release();
 }
 
 void DecodeGraphs::capture() {
@@ -181,8 +210,12 @@ ForwardBatch DecodeGraphs::stage(const std::vector<SeqWork>& work) {
 Tensor DecodeGraphs::run(const std::vector<SeqWork>& work, const DeviceTokenFeed* feed) {
   const int n = int(work.size());
   const size_t k = size_index(n);
-  fill(work, sizes_[k]);
-  if (feed) apply_token_feed(ctx_, batch_for(sizes_[k]).token_ids, *feed);
+  if (ahead_.enabled()) {
+    fill_ahead(work, sizes_[k], feed);
+  } else {
+    fill(work, sizes_[k]);
+    if (feed) apply_token_feed(ctx_, batch_for(sizes_[k]).token_ids, *feed);
+  }
   graphs_[k]->replay(*ctx_.stream);
   return logits_.slice(0, 0, n);
 }

@@ -11,6 +11,11 @@
 // recurrent state (state slot -1), and their logits rows are ignored. Attention is captured for
 // the longest context (max_seq_len = max_model_len), so one graph serves every context length.
 //
+// With an upload stream (backend/ahead_upload.h) a replay's inputs go up on it, into a device
+// staging copy, while the step before still runs; the main stream then runs one TOKEN_FEED launch
+// (the staging copy into the static inputs, fed token ids gathered from the sampled ids) and the
+// replay, and no host->device copy sits between two steps.
+//
 // A captured batch has no host mirrors (ForwardBatch::host_*): a replay refreshes only the device
 // inputs. So every kernel a decode step runs must plan its grid from the batch size, max_q_len and
 // max_seq_len alone and read per-sequence data (context lengths, query offsets, state slots and
@@ -22,6 +27,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/ahead_upload.h"
 #include "backend/host_staging.h"
 #include "model/model.h"
 #include "runtime/batch_builder.h"
@@ -56,7 +62,13 @@ class DecodeGraphs {
   };
   ForwardBatch batch_for(int size) const;
   size_t size_index(int n) const;  // index of the smallest size >= n
+  size_t words_used(int size) const { return lay_.tables + size_t(size) * size_t(max_blocks_); }
+  // The host image of the inputs for `work` padded to `size` (words_used(size) words at h).
+  void fill_host(const std::vector<SeqWork>& work, int size, int32_t* h) const;
+  // fill_host into a staging buffer, then one upload on the main stream.
   void fill(const std::vector<SeqWork>& work, int size);
+  // fill_host and the feed rows uploaded ahead, then TOKEN_FEED into the static inputs.
+  void fill_ahead(const std::vector<SeqWork>& work, int size, const DeviceTokenFeed* feed);
 
   Model& model_;
   OpContext& ctx_;
@@ -65,6 +77,7 @@ class DecodeGraphs {
   int64_t max_model_len_, max_blocks_;
   Layout lay_{};
   HostStaging staging_;  // two buffers: one may still feed the step in flight
+  AheadUpload ahead_;    // two slots, likewise
   Tensor inputs_, logits_;
   std::vector<std::unique_ptr<Graph>> graphs_;  // parallel to sizes_
 };

@@ -1,6 +1,7 @@
 // CPU kernels for the cheap per-row ops on f32 activations: embedding, RMSNorm (plain and fused
 // with the residual add), RoPE, the attention preparation (q/k norm + RoPE + KV write in one pass
-// over each token's heads), SiLU-and-mul, add, argmax. Rows are spread over the thread pool.
+// over each token's heads), SiLU-and-mul, add, argmax, and the token feed of a step's inputs. Rows
+// are spread over the thread pool.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -164,6 +165,14 @@ void argmax(const ArgmaxArgs& a, Stream&) {
   }
 }
 
+void token_feed(const TokenFeedArgs& a, Stream&) {
+  const int64_t n = a.rows.numel(), R = a.sampled.defined() ? a.sampled.numel() : 0;
+  int32_t* out = a.out.ptr<int32_t>();
+  std::memcpy(out, a.staged.data, a.out.nbytes());
+  for (int64_t i = 0; i < n; ++i)
+    if (const int32_t r = a.rows.ptr<int32_t>()[i]; r >= 0 && r < R) out[a.ids_offset + i] = a.sampled.ptr<int32_t>()[r];
+}
+
 bool f32_act(const OpDesc& d, const DeviceCaps& c) { return c.avx2 && d.dtype[0] == DType::F32; }
 bool f32_act_float_w(const OpDesc& d, const DeviceCaps& c) {
   return f32_act(d, c) && (d.dtype[1] == DType::F32 || d.dtype[1] == DType::BF16 || d.dtype[1] == DType::F16);
@@ -189,6 +198,8 @@ void register_pointwise_kernels() {
   register_kernel<SiluMulArgs>(Op::SILU_MUL, C, "cpu.silu_mul", 10, f32_act, silu_mul);
   register_kernel<AddArgs>(Op::ADD, C, "cpu.add", 10, f32_act, add);
   register_kernel<ArgmaxArgs>(Op::ARGMAX, C, "cpu.argmax", 10, f32_act, argmax);
+  register_kernel<TokenFeedArgs>(Op::TOKEN_FEED, C, "cpu.token_feed", 10, [](const OpDesc&, const DeviceCaps&) { return true; },
+                                 token_feed);
 }
 
 }  // namespace portllm::cpu

@@ -33,6 +33,7 @@ void register_gpu_backend() {
   gpu::register_mla_mma_kernels();
   gpu::register_sampling_kernels();
   gpu::register_matmul_split_k_norm_kernels();
+  gpu::register_token_feed_kernels();
 #if defined(PORTLLM_GPU_MUSA)
   const char* name = "musa";
 #else

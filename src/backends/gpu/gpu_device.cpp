@@ -74,13 +74,14 @@ GpuDevice::GpuDevice(int index) : index_(index) {
   PL_CHECK(caps_.warp_size == kWarpSize,
            "{} reports warp size {} but the GPU kernels were built for {}", caps_.name, caps_.warp_size, kWarpSize);
   alloc_ = std::make_shared<CachingAllocator>(index);
-  gpuStream_t s = nullptr, a = nullptr;
+  gpuStream_t s = nullptr, a = nullptr, u = nullptr;
   PL_GPU_CHECK(gpuStreamCreateWithFlags(&s, gpuStreamNonBlocking));
   main_ = std::make_unique<GpuStream>(*this, s);
   if (gpuStreamCreateWithFlags(&a, gpuStreamNonBlocking) == gpuSuccess) {
     aux_ = std::make_unique<GpuStream>(*this, a);
     caps_.aux_stream = true;
   }
+  if (gpuStreamCreateWithFlags(&u, gpuStreamNonBlocking) == gpuSuccess) upload_ = std::make_unique<GpuStream>(*this, u);
   PL_GPUBLAS_CHECK(gpublasCreate(&blas_));
 }
 
@@ -89,6 +90,7 @@ GpuDevice::~GpuDevice() {
   if (blas_) (void)gpublasDestroy(blas_);
   if (main_) (void)gpuStreamDestroy(main_->get());
   if (aux_) (void)gpuStreamDestroy(aux_->get());
+  if (upload_) (void)gpuStreamDestroy(upload_->get());
 }
 
 void GpuDevice::make_current() const { PL_GPU_CHECK(gpuSetDevice(index_)); }

@@ -1,4 +1,4 @@
-// The GPU backend's Device: a caching allocator, a main stream and an optional auxiliary stream,
+// The GPU backend's Device: a caching allocator, a main stream, optional auxiliary and upload streams,
 // events, a BLAS handle, and DeviceCaps filled from the device's properties. Vendor calls go
 // through vendor/vendor.h only.
 #pragma once
@@ -42,6 +42,7 @@ class GpuDevice final : public Device {
   void memset(void* dst, int value, size_t n, Stream* s) override;
   Stream& stream() override { return *main_; }
   Stream* aux_stream() override { return aux_.get(); }
+  Stream* upload_stream() override { return upload_.get(); }
   std::unique_ptr<Event> create_event() override;
   void synchronize() override;
   MemoryStats memory_stats() const override { return alloc_->stats(); }
@@ -58,7 +59,7 @@ class GpuDevice final : public Device {
   int index_;
   DeviceCaps caps_;
   std::shared_ptr<CachingAllocator> alloc_;
-  std::unique_ptr<GpuStream> main_, aux_;
+  std::unique_ptr<GpuStream> main_, aux_, upload_;
   gpublasHandle_t blas_ = nullptr;
   std::shared_ptr<void> evict_buf_;  // evict_caches' 256 MiB, allocated on first use
 };

@@ -31,6 +31,7 @@ void register_attention_mma_kernels();
 void register_attention_decode_mma_kernels();
 void register_sampling_kernels();  // sampling.cu: SAMPLE
 void register_matmul_split_k_norm_kernels();  // matmul_split_k_norm.cpp: MATMUL_ADD_RMS_NORM at decode batches (NVIDIA)
+void register_token_feed_kernels();  // token_feed.cu: TOKEN_FEED (decode-step inputs)
 
 // The portable MLA_ATTENTION launcher (mla_attention.cu); the tensor-core decode kernel falls back to it.
 void mla_attention_portable(const MlaAttentionArgs& a, Stream& s);

@@ -1,7 +1,9 @@
 // Cases for the pointwise and row ops: odd sizes (5, 7, 13), head-shaped strided views, every
 // activation dtype.
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "ops/conformance/cases.h"
 #include "ops/op_args.h"
@@ -278,6 +280,38 @@ std::vector<OpCase> row_reduce_cases(DType act, Op op) {
   }
   return v;
 }
+// Decode-graph inputs: ids at an offset, rows that feed, keep the staged id (-1), or point past
+// the sampled ids (kept as well); the last case is a 256-sequence step's inputs with 128-entry
+// block tables.
+std::vector<OpCase> token_feed_cases(DType act) {
+  std::vector<OpCase> v;
+  if (act != DType::F32) return v;  // i32 only: one sweep
+  for (auto [N, n, R, off] : {std::tuple{13, 5, 0, 0}, {1000, 64, 80, 7}, {9 * 256 + 256 * 128, 256, 256, 0}}) {
+    CaseRng r(uint64_t(N * 5 + n));
+    std::vector<int32_t> staged(static_cast<size_t>(N)), rows(static_cast<size_t>(n)), sampled(static_cast<size_t>(std::max(R, 1)));
+    for (auto& x : staged) x = int32_t(r.integer(-1, 1 << 20));
+    for (auto& x : sampled) x = int32_t(r.integer(0, 151935));
+    for (auto& x : rows) {
+      const int64_t k = r.integer(0, 9);
+      x = int32_t(k == 0 ? -1 : k == 1 ? R + r.integer(0, 3) : r.integer(0, std::max(R - 1, 0)));
+    }
+    rows.front() = R - 1;  // the edges: the last sampled id, and the first row past them
+    rows.back() = R;
+    OpCase c;
+    c.op = Op::TOKEN_FEED;
+    c.name = fmt::format("N={} n={} R={} ids_offset={}", N, n, R, off);
+    c.tensors = {CaseRng::filled(DType::I32, {N}, -7), r.ints(staged, {N}), r.ints(rows, {n}),
+                 r.ints(sampled, {int64_t(sampled.size())})};
+    c.outputs = {0};
+    c.tol = 0;  // a copy is exact
+    c.invoke = [R = R, off = off](const std::vector<Tensor>& t, const ArgsSink& sink) {
+      TokenFeedArgs a{t[0], t[1], t[2], R > 0 ? t[3] : Tensor{}, off};
+      sink(a.desc(), &a);
+    };
+    v.push_back(std::move(c));
+  }
+  return v;
+}
 }  // namespace
 
 void register_basic_cases() {
@@ -289,6 +323,7 @@ void register_basic_cases() {
   register_case_generator(Op::ADD, add_cases);
   register_case_generator(Op::ARGMAX, [](DType d) { return row_reduce_cases(d, Op::ARGMAX); });
   register_case_generator(Op::SOFTMAX, [](DType d) { return row_reduce_cases(d, Op::SOFTMAX); });
+  register_case_generator(Op::TOKEN_FEED, token_feed_cases);
 }
 
 }  // namespace portllm::conformance

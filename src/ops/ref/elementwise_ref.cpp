@@ -1,4 +1,4 @@
-// Reference: embedding, rope, silu_mul, add, argmax, softmax.
+// Reference: embedding, rope, silu_mul, add, argmax, softmax, token feed.
 #include <cmath>
 #include <limits>
 
@@ -75,6 +75,14 @@ void softmax(const SoftmaxArgs& a, Stream&) {
     for (int64_t j = 0; j < a.x.size(1); ++j) put(a.out, r, j, std::exp(at(a.x, r, j) - m) / sum);
   }
 }
+void token_feed(const TokenFeedArgs& a, Stream&) {
+  const int64_t N = a.out.numel(), n = a.rows.numel(), R = a.sampled.defined() ? a.sampled.numel() : 0;
+  for (int64_t k = 0; k < N; ++k) a.out.ptr<int32_t>()[k] = idx(a.staged, k);
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t r = idx(a.rows, i);
+    if (r >= 0 && r < R) a.out.ptr<int32_t>()[a.ids_offset + i] = idx(a.sampled, r);
+  }
+}
 }  // namespace
 
 void register_elementwise_ref() {
@@ -85,6 +93,7 @@ void register_elementwise_ref() {
   register_kernel<AddArgs>(Op::ADD, C, "ref.add", P, any, add);
   register_kernel<ArgmaxArgs>(Op::ARGMAX, C, "ref.argmax", P, any, argmax);
   register_kernel<SoftmaxArgs>(Op::SOFTMAX, C, "ref.softmax", P, any, softmax);
+  register_kernel<TokenFeedArgs>(Op::TOKEN_FEED, C, "ref.token_feed", P, any, token_feed);
 }
 
 }  // namespace portllm::ref
