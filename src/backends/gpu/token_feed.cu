@@ -1,7 +1,7 @@
 // TOKEN_FEED (ops/op_args.h): a decode step's packed inputs from their device staging copy, with
 // the fed token ids gathered from the step before's sampled ids. It replaces, on the step's
 // critical path, a host->device copy and one device copy per run of fed rows: the upload into the
-// staging copy runs on the auxiliary stream while the step before computes
+// staging copy runs on the upload stream while the step before computes
 // (runtime/decode_graphs.cpp), and this one launch is all the main stream waits for.
 //
 // One thread per 32-bit word; the ~35k words of a 256-sequence step are a few microseconds.
