@@ -123,7 +123,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--chat-template", o->chat_template, "chat template: a file (.jinja, or chat_template.json) or the template text");
   cmd->add_option("--tool-call-parser", s.tool_call_parser, "auto | qwen | qwen3_coder | deepseek_v3 | none")->capture_default_str();
   cmd->add_option("--reasoning-parser", s.reasoning_parser, "auto | qwen3 | deepseek_r1 | none (split <think> blocks into reasoning_content)")->capture_default_str();
-  cmd->add_option("--http-threads", s.http_threads, "HTTP worker threads (each running stream holds one)")->capture_default_str();
+  cmd->add_option("--http-threads", s.http_threads, "most HTTP connections served at once (a thread each, made on demand; a stream or a keep-alive connection holds one)")->capture_default_str();
   cmd->add_option("--tp-size,--tensor-parallel-size", o->tp_size, "tensor parallel size (only 1 is supported now)")->capture_default_str();
   cmd->add_option("--context-length", o->context_length, "alias of --max-model-len (SGLang name)");
   cmd->add_option("--max-prefill-tokens", o->max_prefill_tokens, "token budget of one step (SGLang name of --max-num-batched-tokens)");

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "server/connection_threads.h"
 #include "server/http_response.h"
 #include "server/listen_backlog.h"
 #include "server/routes.h"
@@ -31,8 +32,10 @@ bool needs_auth(const std::string& path) { return path != "/health" && path != "
 HttpServer::HttpServer(ServerConfig cfg) : st_(std::make_unique<ServerState>()), http_(std::make_unique<httplib::Server>()) {
   st_->cfg = std::move(cfg);
   ServerState& st = *st_;
-  const int threads = std::max(4, st.cfg.http_threads);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  // A thread per connection being served, made on demand (connection_threads.h): 8 stay, the
+  // others end after 30 s without a connection.
+  const size_t threads = size_t(std::max(4, st.cfg.http_threads));
+  http_->new_task_queue = [threads] { return new ConnectionThreads(threads, 8, std::chrono::seconds(30)); };
   // httplib enforces the limit on bodies without Content-Length too; its 413 gets our envelope
   // from the error handler below.
   http_->set_payload_max_length(st.cfg.max_request_bytes);

@@ -15,7 +15,7 @@ struct ServerConfig {
   std::string chat_template;           // template source text (from --chat-template); empty: the model's
   std::string tool_call_parser = "auto";   // auto | qwen | deepseek_v3 | none
   std::string reasoning_parser = "auto";   // auto | qwen3 | deepseek_r1 | none
-  int http_threads = 256;              // a streaming request holds one thread while it runs
+  int http_threads = 4096;             // most connections served at once: a thread each, made on demand
 };
 
 }  // namespace portllm::server

@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -30,7 +31,6 @@ struct Harness {
     cfg.port = 0;
     cfg.model_path = kTokDir;
     if (cfg.served_model_name.empty()) cfg.served_model_name = "fake";
-    cfg.http_threads = 16;
     srv = std::make_unique<server::HttpServer>(cfg);
     srv->bind();
     srv->start();
@@ -93,6 +93,37 @@ TEST(HttpServer, ListenBacklogHoldsABurst) {
   socklen_t len = sizeof(info);
   ASSERT_EQ(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len), 0);
   EXPECT_GE(info.tcpi_sacked, 64u);
+}
+
+// Connections that hold their threads (keep-alive, streams, a client sending its request slowly)
+// must not keep others waiting: 300 half-sent requests, then /health answers at once. A fixed
+// pool of 256 threads (before) held it for the 60 s read timeout.
+TEST(HttpServer, IdleConnectionsDoNotStarveTheOthers) {
+  Harness h;
+  std::vector<int> fds;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(uint16_t(h.srv->port()));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const char part[] = "GET /health HTTP/1.1\r\nHost: x\r\n";
+    ASSERT_EQ(send(fd, part, sizeof part - 1, 0), ssize_t(sizeof part - 1));
+    fds.push_back(fd);
+  }
+  std::this_thread::sleep_for(200ms);  // the server has taken them all
+  httplib::Client c("127.0.0.1", h.srv->port());
+  c.set_connection_timeout(5);
+  c.set_read_timeout(5);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = c.Get("/health");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int fd : fds) close(fd);
+  ASSERT_TRUE(r) << "no answer within 5 s";
+  EXPECT_EQ(r->status, 200);
+  EXPECT_LT(s, 2.0);
 }
 
 TEST(HttpServer, CompletionNonStreaming) {
