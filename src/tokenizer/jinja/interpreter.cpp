@@ -4,6 +4,7 @@
 #include "tokenizer/jinja/builtins.h"
 #include "tokenizer/jinja/operators.h"
 #include "tokenizer/jinja/parser.h"
+#include "tokenizer/jinja/render_arena.h"
 
 namespace portllm::tok::jinja {
 namespace {
@@ -360,6 +361,7 @@ Template::Template(const std::string& source, std::string name, const LexOptions
 }
 
 std::string Template::render(const std::vector<std::pair<std::string, Value>>& vars) const {
+  RenderArena arena(vars);  // declared first: collects after the renderer's scopes are gone
   Renderer r(name_);
   r.frame = std::make_shared<Frame>();
   r.frame->vars = vars;

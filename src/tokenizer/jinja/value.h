@@ -38,6 +38,11 @@ struct Callable {
   std::function<Value(const Args&)> fn;
 };
 
+// A list or dict made while a render runs on this thread is tracked, so that the render can free
+// the ones only reference cycles keep alive (render_arena.h).
+void track_container(const std::shared_ptr<List>& l);
+void track_container(const std::shared_ptr<Dict>& d);
+
 struct Value {
   enum class Type : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dict, Callable };
 
@@ -60,7 +65,7 @@ struct Value {
   Value(std::string x) : type(Type::String), s(std::move(x)) {}
   Value(const char* x) : type(Type::String), s(x) {}
   Value(std::string_view x) : type(Type::String), s(x) {}
-  Value(List x) : type(Type::List), list(std::make_shared<List>(std::move(x))) {}
+  Value(List x) : type(Type::List), list(std::make_shared<List>(std::move(x))) { track_container(list); }
   static Value make_tuple(List x) {
     Value v(std::move(x));
     v.tuple = true;
@@ -101,7 +106,11 @@ struct Dict {
   bool erase(std::string_view key);
 };
 
-inline std::shared_ptr<Dict> make_dict() { return std::make_shared<Dict>(); }
+inline std::shared_ptr<Dict> make_dict() {
+  auto d = std::make_shared<Dict>();
+  track_container(d);
+  return d;
+}
 
 // Positional and keyword arguments of a call.
 struct Args {
